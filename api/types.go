@@ -1,0 +1,88 @@
+package api
+
+import "time"
+
+// CreateRequest is the JSON body of POST /api/v1/pastes.
+type CreateRequest struct {
+	Content   string `json:"content"`
+	Title     string `json:"title,omitempty"`
+	Lang      string `json:"lang,omitempty"`
+	Expire    string `json:"expire,omitempty"`
+	Burn      bool   `json:"burn,omitempty"`
+	Encrypted bool   `json:"encrypted,omitempty"`
+}
+
+// Created is the answer to a create: always on /api/v1/pastes, and on POST /
+// when the client accepts application/json.
+type Created struct {
+	ID          string     `json:"id"`
+	URL         string     `json:"url"`
+	RawURL      string     `json:"raw_url"`
+	DeleteToken string     `json:"delete_token"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	Burn        bool       `json:"burn"`
+	Lang        string     `json:"lang"`
+	Title       string     `json:"title"`
+	Size        int        `json:"size"`
+}
+
+// Meta is the answer to GET /api/v1/pastes/{id}: everything but the content.
+type Meta struct {
+	ID        string     `json:"id"`
+	URL       string     `json:"url"`
+	RawURL    string     `json:"raw_url"`
+	Title     string     `json:"title"`
+	Lang      string     `json:"lang"`
+	Size      int        `json:"size"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	Burn      bool       `json:"burn"`
+	Encrypted bool       `json:"encrypted"`
+}
+
+// Status is the answer to GET /api/v1/status.
+type Status struct {
+	Node    NodeStatus  `json:"node"`
+	Members []Member    `json:"members"`
+	Store   StoreStatus `json:"store"`
+}
+
+// NodeStatus describes the node that answered.
+type NodeStatus struct {
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	LeaderID      string `json:"leader_id"`
+	Term          uint64 `json:"term"`
+	CommitIndex   uint64 `json:"commit_index"`
+	AppliedIndex  uint64 `json:"applied_index"`
+	LastContactMs int64  `json:"last_contact_ms"`
+	Version       string `json:"version"`
+}
+
+// Member is one node of the cluster as this node sees it, merged from the
+// Raft configuration and gossip.
+type Member struct {
+	ID         string `json:"id"`
+	APIAddr    string `json:"api_addr"`
+	RaftAddr   string `json:"raft_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	Gossip     string `json:"gossip"`   // alive, suspect, dead, left
+	Suffrage   string `json:"suffrage"` // voter, nonvoter, none
+	Leader     bool   `json:"leader"`
+}
+
+// StoreStatus holds the store's totals.
+type StoreStatus struct {
+	Pastes int64 `json:"pastes"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// JoinRequest is the body of POST /api/v1/cluster/join.
+type JoinRequest struct {
+	Addrs []string `json:"addrs"`
+}
+
+// ErrorBody is the JSON form of every 4xx and 5xx answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
