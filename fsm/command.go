@@ -1,0 +1,137 @@
+// Package fsm is pastenode's replicated state machine: the pastes, their
+// expiry index, the tombstones of deleted and burned pastes, and the set of
+// nodes an operator removed.
+//
+// The FSM is deterministic. It reads no clock, draws no random numbers and
+// does no I/O while applying: every time value travels inside the command,
+// stamped by the node that proposed it. Two FSMs fed the same log end in the
+// same state, byte for byte in their snapshots.
+//
+// Reads never take a lock. The state is a set of immutable radix trees behind
+// an atomic pointer: an apply builds the next version and swaps it in, a
+// snapshot keeps a reference to the current one.
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Errors returned in Result.Err and by the read methods.
+var (
+	// ErrNotFound means the paste does not exist, has expired, was deleted,
+	// or was already burned.
+	ErrNotFound = errors.New("paste not found")
+	// ErrExists means a create used an id that another request already took.
+	// The proposer draws a new id and tries again.
+	ErrExists = errors.New("paste id already taken")
+	// ErrForbidden means a delete carried the wrong token.
+	ErrForbidden = errors.New("wrong delete token")
+	// ErrBadCommand means a log entry could not be decoded or names a command
+	// type this version does not know.
+	ErrBadCommand = errors.New("bad command")
+)
+
+// Type names a command.
+type Type uint8
+
+// The command types. Values are part of the log format: never renumber.
+const (
+	TypeCreate     Type = 1 // store Command.Paste if its id is free
+	TypeDelete     Type = 2 // delete Command.ID if Command.TokenHash matches
+	TypeConsume    Type = 3 // hand out a burn paste once, then drop it
+	TypeExpire     Type = 4 // delete everything due at or before Command.Now
+	TypeRemoveNode Type = 5 // record Command.ID as removed by an operator
+	TypeAllowNode  Type = 6 // forget that Command.ID was removed
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeCreate:
+		return "create"
+	case TypeDelete:
+		return "delete"
+	case TypeConsume:
+		return "consume"
+	case TypeExpire:
+		return "expire"
+	case TypeRemoveNode:
+		return "remove-node"
+	case TypeAllowNode:
+		return "allow-node"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Command is the envelope of every log entry.
+type Command struct {
+	Type Type `msgpack:"t"`
+	// RequestID makes retries idempotent: a command applied again with the
+	// same RequestID returns the first result instead of an error.
+	RequestID string `msgpack:"r,omitempty"`
+	// Now is the proposer's wall clock in Unix nanoseconds. It is the only
+	// clock the FSM knows.
+	Now int64 `msgpack:"n,omitempty"`
+	// Paste is the paste to create.
+	Paste *Paste `msgpack:"p,omitempty"`
+	// ID is the paste (delete, consume) or node (remove, allow) concerned.
+	ID string `msgpack:"i,omitempty"`
+	// TokenHash is HashToken of the delete token offered.
+	TokenHash []byte `msgpack:"h,omitempty"`
+	// Admin lets a delete skip the token check. Only the API sets it, after
+	// checking the admin token.
+	Admin bool `msgpack:"a,omitempty"`
+}
+
+// Paste is one stored paste.
+type Paste struct {
+	ID        string `msgpack:"id"`
+	Content   []byte `msgpack:"c"`
+	Title     string `msgpack:"ti,omitempty"`
+	Lang      string `msgpack:"l,omitempty"`
+	CreatedAt int64  `msgpack:"ca"`           // Unix nanoseconds
+	ExpiresAt int64  `msgpack:"ea,omitempty"` // Unix nanoseconds; 0: never
+	Burn      bool   `msgpack:"b,omitempty"`
+	Encrypted bool   `msgpack:"e,omitempty"`
+	TokenHash []byte `msgpack:"th"`
+	RequestID string `msgpack:"r,omitempty"`
+}
+
+// Expired reports whether p is past its expiry at now (Unix nanoseconds).
+func (p *Paste) Expired(now int64) bool {
+	return p.ExpiresAt != 0 && p.ExpiresAt <= now
+}
+
+// Result is what applying a command returns to the proposer.
+type Result struct {
+	// Paste is the created paste, or the consumed one with its content.
+	Paste *Paste
+	// Err is the command's application error, if any.
+	Err error
+}
+
+// Encode returns the log entry for c.
+func Encode(c *Command) ([]byte, error) {
+	b, err := msgpack.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s command: %w", c.Type, err)
+	}
+	return b, nil
+}
+
+// Decode parses a log entry. Garbage is an error wrapping ErrBadCommand.
+func Decode(b []byte) (*Command, error) {
+	var c Command
+	if err := msgpack.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
+	}
+	if c.Type < TypeCreate || c.Type > TypeAllowNode {
+		return nil, fmt.Errorf("%w: unknown %s", ErrBadCommand, c.Type)
+	}
+	if c.Type == TypeCreate && (c.Paste == nil || c.Paste.ID == "") {
+		return nil, fmt.Errorf("%w: create without a paste", ErrBadCommand)
+	}
+	return &c, nil
+}

@@ -1,0 +1,176 @@
+package fsm
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+
+	iradix "github.com/hashicorp/go-immutable-radix/v2"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The snapshot format: the magic bytes, then a gzip stream (whose CRC-32
+// checks the data) of msgpack values: a snapshotHeader, then Pastes pastes,
+// Tombs tombRecords and Removed removedRecords.
+const (
+	snapshotMagic   = "PNSNAP"
+	snapshotVersion = 1
+)
+
+// ErrSnapshot means a snapshot could not be read.
+var ErrSnapshot = errors.New("bad snapshot")
+
+type snapshotHeader struct {
+	Version int    `msgpack:"v"`
+	Index   uint64 `msgpack:"i"`
+	Clock   int64  `msgpack:"c"`
+	Pastes  int    `msgpack:"p"`
+	Tombs   int    `msgpack:"t"`
+	Removed int    `msgpack:"r"`
+}
+
+type tombRecord struct {
+	ID   string     `msgpack:"id"`
+	Tomb *Tombstone `msgpack:"t"`
+}
+
+type removedRecord struct {
+	ID string `msgpack:"id"`
+	At int64  `msgpack:"at"`
+}
+
+type snapshot struct{ s *state }
+
+// Persist streams the captured state to sink. It runs while applies go on.
+func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := sn.write(sink); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release is a no-op: the captured state is garbage collected.
+func (sn *snapshot) Release() {}
+
+func (sn *snapshot) write(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	if _, err := bw.WriteString(snapshotMagic); err != nil {
+		return err
+	}
+	if err := bw.WriteByte(snapshotVersion); err != nil {
+		return err
+	}
+	zw, err := gzip.NewWriterLevel(bw, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	enc := msgpack.NewEncoder(zw)
+	s := sn.s
+	hdr := snapshotHeader{
+		Version: snapshotVersion,
+		Index:   s.index,
+		Clock:   s.clock,
+		Pastes:  s.pastes.Len(),
+		Tombs:   s.tombs.Len(),
+		Removed: s.removed.Len(),
+	}
+	if err := enc.Encode(&hdr); err != nil {
+		return err
+	}
+	if err := walk(s.pastes, func(_ []byte, p *Paste) error { return enc.Encode(p) }); err != nil {
+		return err
+	}
+	if err := walk(s.tombs, func(k []byte, t *Tombstone) error {
+		return enc.Encode(&tombRecord{ID: string(k), Tomb: t})
+	}); err != nil {
+		return err
+	}
+	if err := walk(s.removed, func(k []byte, at int64) error {
+		return enc.Encode(&removedRecord{ID: string(k), At: at})
+	}); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func walk[T any](t *iradix.Tree[T], fn func(k []byte, v T) error) error {
+	it := t.Root().Iterator()
+	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSnapshot decodes a snapshot into a fresh state.
+func readSnapshot(r io.Reader) (*state, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	magic := make([]byte, len(snapshotMagic)+1)
+	if _, err := io.ReadFull(br, magic); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
+	}
+	if string(magic[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, fmt.Errorf("%w: not a pastenode snapshot", ErrSnapshot)
+	}
+	if v := magic[len(snapshotMagic)]; v != snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrSnapshot, v, snapshotVersion)
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	dec := msgpack.NewDecoder(zr)
+	var hdr snapshotHeader
+	if err := dec.Decode(&hdr); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
+	}
+	if hdr.Pastes < 0 || hdr.Tombs < 0 || hdr.Removed < 0 {
+		return nil, fmt.Errorf("%w: negative counts", ErrSnapshot)
+	}
+
+	tx := newTxn(emptyState())
+	tx.index, tx.clock = hdr.Index, hdr.Clock
+	for i := 0; i < hdr.Pastes; i++ {
+		var p Paste
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
+		}
+		if p.ID == "" {
+			return nil, fmt.Errorf("%w: paste %d has no id", ErrSnapshot, i)
+		}
+		tx.pastes.Insert([]byte(p.ID), &p)
+		if p.ExpiresAt != 0 {
+			tx.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})
+		}
+		tx.count++
+		tx.bytes += int64(len(p.Content))
+	}
+	for i := 0; i < hdr.Tombs; i++ {
+		var r tombRecord
+		if err := dec.Decode(&r); err != nil || r.Tomb == nil {
+			return nil, fmt.Errorf("%w: tombstone %d: %v", ErrSnapshot, i, err)
+		}
+		tx.tombs.Insert([]byte(r.ID), r.Tomb)
+		tx.tombGC.Insert(timeKey(r.Tomb.At, r.ID), struct{}{})
+	}
+	for i := 0; i < hdr.Removed; i++ {
+		var r removedRecord
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%w: removed node %d: %v", ErrSnapshot, i, err)
+		}
+		tx.removed.Insert([]byte(r.ID), r.At)
+	}
+	// Read to the end so that gzip verifies its checksum.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	return tx.commit(), nil
+}
