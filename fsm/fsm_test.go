@@ -42,7 +42,7 @@ func paste(id string, opts ...func(*Paste)) *Paste {
 	return p
 }
 
-func burn(p *Paste)                    { p.Burn = true }
+func burn(p *Paste)                   { p.Burn = true }
 func expiresAt(at int64) func(*Paste) { return func(p *Paste) { p.ExpiresAt = at } }
 
 func create(id, req string, opts ...func(*Paste)) *Command {
