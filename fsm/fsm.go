@@ -66,6 +66,8 @@ type FSM struct {
 
 	nmu     sync.Mutex
 	changed chan struct{} // closed and replaced after every apply
+
+	appliedBytes atomic.Int64
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -103,6 +105,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue
 		}
+		f.appliedBytes.Add(int64(len(l.Data)))
 		c, err := Decode(l.Data)
 		if err != nil {
 			panic(fmt.Sprintf("fsm: log entry %d: %v", l.Index, err))
@@ -390,3 +393,25 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.publish(s)
 	return nil
 }
+
+// NextDue returns when the next Expire command has work to do, in Unix
+// nanoseconds: the earliest paste expiry or tombstone collection. It returns
+// 0 when nothing is due ever.
+func (f *FSM) NextDue() int64 {
+	s := f.cur.Load()
+	var next int64
+	if k, _, ok := s.expiry.Root().Minimum(); ok {
+		next = int64(binary.BigEndian.Uint64(k))
+	}
+	if k, _, ok := s.tombGC.Root().Minimum(); ok {
+		at := int64(binary.BigEndian.Uint64(k)) + int64(TombstoneTTL)
+		if next == 0 || at < next {
+			next = at
+		}
+	}
+	return next
+}
+
+// AppliedBytes returns the total size of the command entries applied since
+// the FSM was created. The node snapshots when it grows by too much.
+func (f *FSM) AppliedBytes() int64 { return f.appliedBytes.Load() }

@@ -1,0 +1,270 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// Apply replicates cmd and returns its result once a majority has it on
+// disk and this node's own state machine has applied it. It stamps the
+// command with a request id and the time if they are missing, and retries
+// with the same request id through elections and lost answers for up to
+// Config.WriteHold, so the command is applied at most once. Application
+// errors come back in Result.Err.
+func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	if n.closing.Load() {
+		return nil, ErrClosed
+	}
+	if cmd.RequestID == "" {
+		cmd.RequestID = newRequestID()
+	}
+	if cmd.Now == 0 {
+		cmd.Now = time.Now().UnixNano()
+	}
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return nil, err
+	}
+	hold, cancel := context.WithTimeout(ctx, n.cfg.WriteHold)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	for {
+		res, index, err := n.applyOnce(hold, data)
+		if err == nil {
+			// Read-your-writes on this node: do not answer before the
+			// local state machine has the entry.
+			if err := n.fsm.WaitIndex(hold, index); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
+			}
+			return res, nil
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		n.log.Debug("write not applied yet, retrying", "err", err)
+		select {
+		case <-hold.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, ErrNoLeader
+		case <-n.stop:
+			return nil, ErrClosed
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}
+
+// applyOnce applies data on the leader: here, or by forwarding.
+func (n *Node) applyOnce(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return n.forwardApply(ctx, data)
+	}
+	return n.applyLocal(ctx, data)
+}
+
+// applyLocal applies data through this node's Raft, which must lead.
+func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
+	timeout := n.cfg.WriteHold
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := n.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		return nil, 0, err
+	}
+	res, ok := f.Response().(*fsm.Result)
+	if !ok {
+		return nil, 0, fmt.Errorf("unexpected apply response %T", f.Response())
+	}
+	return res, f.Index(), nil
+}
+
+// retryable reports whether a write may be tried again with the same request
+// id: it failed for want of a leader, or its fate is unknown.
+func retryable(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) ||
+		errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, errNotLeader) ||
+		errors.Is(err, ErrNoLeader) ||
+		errors.Is(err, errUnreachable)
+}
+
+// Get returns the paste id as this node's state machine has it. On a miss,
+// a follower asks the leader how far the log is committed and waits until it
+// has applied that far before it looks again, so a paste acknowledged by any
+// node is found here at once. If the leader cannot be reached, the local
+// answer stands.
+func (n *Node) Get(ctx context.Context, id string) (*fsm.Paste, bool) {
+	if p, ok := n.fsm.Get(id, time.Now()); ok {
+		return p, true
+	}
+	if err := n.catchUp(ctx); err != nil {
+		n.log.Debug("read index failed, answering from the local copy", "id", id, "err", err)
+		return nil, false
+	}
+	return n.fsm.Get(id, time.Now())
+}
+
+// catchUp waits until this node has applied everything the leader had
+// applied when asked.
+func (n *Node) catchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var index uint64
+	if n.raft.State() == raft.Leader {
+		i, err := n.readIndex(ctx)
+		if err != nil {
+			return err
+		}
+		index = i
+	} else {
+		i, err := n.forwardReadIndex(ctx)
+		if err != nil {
+			return err
+		}
+		index = i
+	}
+	return n.fsm.WaitIndex(ctx, index)
+}
+
+// readIndex confirms that this node still leads and returns the index its
+// state machine has applied. Everything acknowledged so far is at or below
+// it: a write is acknowledged only after the leader applied it.
+func (n *Node) readIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return 0, errNotLeader
+	}
+	if err := n.waitBarrier(ctx); err != nil {
+		return 0, err
+	}
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, fmt.Errorf("verify leader: %w", err)
+	}
+	return n.fsm.Index(), nil
+}
+
+// waitBarrier makes sure a new leader has applied every entry of earlier
+// terms before it answers reads.
+func (n *Node) waitBarrier(ctx context.Context) error {
+	term := n.raft.CurrentTerm()
+	if n.barrierTerm.Load() == term {
+		return nil
+	}
+	timeout := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	n.barrierTerm.Store(term)
+	return nil
+}
+
+// Consume hands out a burn paste exactly once, cluster-wide: the decision is
+// a replicated command, never a local read.
+func (n *Node) Consume(ctx context.Context, id string) (*fsm.Paste, error) {
+	res, err := n.Apply(ctx, &fsm.Command{Type: fsm.TypeConsume, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Paste, nil
+}
+
+// leaderLoop runs the leader's duties: a barrier at the start of each term
+// and the expiry reaper, which proposes Expire commands when something is
+// due. The reaper applies only locally and never forwards, so a deposed
+// leader cannot have its stale clock committed by the new one.
+func (n *Node) leaderLoop() {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-n.notify:
+			if leader {
+				n.log.Info("became leader", "term", n.raft.CurrentTerm())
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := n.waitBarrier(ctx); err != nil {
+					n.log.Warn("leader barrier failed", "err", err)
+				}
+				cancel()
+			} else {
+				n.log.Info("lost leadership")
+			}
+		case <-tick.C:
+			n.reap()
+		}
+	}
+}
+
+func (n *Node) reap() {
+	if n.raft.State() != raft.Leader || n.closing.Load() {
+		return
+	}
+	now := time.Now().UnixNano()
+	if due := n.fsm.NextDue(); due == 0 || due > now {
+		return
+	}
+	data, err := fsm.Encode(&fsm.Command{Type: fsm.TypeExpire, Now: now})
+	if err != nil {
+		return
+	}
+	if err := n.raft.Apply(data, 5*time.Second).Error(); err != nil {
+		n.log.Warn("expire failed", "err", err)
+	}
+}
+
+// snapshotLoop snapshots when the bytes applied since the last snapshot pass
+// Config.SnapshotBytes, because Raft's own trigger counts entries and a few
+// thousand large pastes would let the log file grow to gigabytes.
+func (n *Node) snapshotLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+			if n.fsm.AppliedBytes()-n.lastSnapAt.Load() < n.cfg.SnapshotBytes {
+				continue
+			}
+			if _, err := n.Snapshot(); err != nil && !errors.Is(err, ErrNothingNew) {
+				n.log.Warn("size-triggered snapshot failed", "err", err)
+			}
+		}
+	}
+}
+
+// Snapshot takes a Raft snapshot now and returns its log index.
+func (n *Node) Snapshot() (uint64, error) {
+	applied := n.fsm.AppliedBytes()
+	f := n.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			return 0, ErrNothingNew
+		}
+		return 0, fmt.Errorf("snapshot: %w", err)
+	}
+	n.lastSnapAt.Store(applied)
+	meta, rc, err := f.Open()
+	if err != nil {
+		return 0, fmt.Errorf("open snapshot: %w", err)
+	}
+	rc.Close()
+	return meta.Index, nil
+}

@@ -1,0 +1,388 @@
+// Package node owns Raft: the log store, snapshots and transport, and the
+// one place that turns "create this paste" into a replicated command. A node
+// that is not the leader forwards writes to the leader over the internal RPC
+// and waits until its own state machine has caught up, so that whoever asked
+// reads their write at once.
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// Errors returned by Node methods.
+var (
+	// ErrNoLeader means no leader could be reached in time: the write was not
+	// applied. Retry later.
+	ErrNoLeader = errors.New("no cluster leader: not enough nodes reachable")
+	// ErrClosed means the node is shutting down.
+	ErrClosed = errors.New("node is shutting down")
+	// ErrNothingNew means a snapshot was asked for but nothing changed since
+	// the last one.
+	ErrNothingNew = errors.New("nothing new to snapshot")
+	// ErrIDMismatch means the data directory belongs to another node id.
+	ErrIDMismatch = errors.New("data directory belongs to another node id")
+
+	errNotLeader = errors.New("not the leader")
+)
+
+// Config configures a Node. Zero durations and sizes take the defaults.
+type Config struct {
+	ID              string
+	DataDir         string
+	RaftAddr        string // where to listen for Raft and internal RPC
+	AdvertiseAddr   string // what peers dial; defaults to RaftAddr
+	BootstrapExpect int    // 1: bootstrap alone at once; 0 or N>1: wait
+	ClusterKey      []byte // nil, or 16, 24 or 32 bytes
+	Logger          *slog.Logger
+
+	// TimeScale multiplies every Raft timeout (Consul's raft_multiplier).
+	// Tests use a fraction, slow or paused machines more than 1.
+	TimeScale         float64
+	CommitTimeout     time.Duration
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+	SnapshotBytes     int64         // snapshot after this many bytes applied
+	WriteHold         time.Duration // how long a write waits out an election
+}
+
+// Validate checks cfg and fills in defaults.
+func (c *Config) Validate() error {
+	if c.ID == "" {
+		return errors.New("node id is empty")
+	}
+	if strings.ContainsAny(c.ID, " \t\n/") {
+		return fmt.Errorf("node id %q: no spaces or slashes allowed", c.ID)
+	}
+	if c.DataDir == "" {
+		return errors.New("data dir is empty")
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
+		return fmt.Errorf("raft addr %q: %w", c.RaftAddr, err)
+	}
+	if c.AdvertiseAddr == "" {
+		c.AdvertiseAddr = c.RaftAddr
+	}
+	host, port, err := net.SplitHostPort(c.AdvertiseAddr)
+	if err != nil {
+		return fmt.Errorf("raft advertise addr %q: %w", c.AdvertiseAddr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("raft advertise addr %q: peers cannot dial it; set --advertise-host", c.AdvertiseAddr)
+	}
+	if port == "0" {
+		return fmt.Errorf("raft addr %q: a fixed port is needed, peers store it", c.AdvertiseAddr)
+	}
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("bootstrap expect %d: must be 0 or more", c.BootstrapExpect)
+	}
+	switch len(c.ClusterKey) {
+	case 0, 16, 24, 32:
+	default:
+		return fmt.Errorf("cluster key is %d bytes, want 16, 24 or 32", len(c.ClusterKey))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.TimeScale <= 0 {
+		c.TimeScale = 1
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = 15 * time.Millisecond
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 30 * time.Second
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 4096
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 1024
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = 64 << 20
+	}
+	if c.WriteHold == 0 {
+		c.WriteHold = 7 * time.Second
+	}
+	return nil
+}
+
+// Node is one member of the Raft cluster.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	fsm    *fsm.FSM
+	raft   *raft.Raft
+	bolt   *raftboltdb.BoltStore
+	trans  *raft.NetworkTransport
+	mux    *muxListener
+	rpc    *http.Server
+	client *http.Client
+
+	notify      chan bool
+	closing     atomic.Bool
+	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
+	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a node for cfg. It starts nothing: call Open.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Node{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "node"),
+		fsm:    fsm.New(),
+		notify: make(chan bool, 16),
+		stop:   make(chan struct{}),
+	}, nil
+}
+
+// FSM returns the node's state machine, for local reads.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Raft returns the Raft instance, for the cluster package.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns the node id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Open opens the stores, starts Raft and the internal RPC, and bootstraps a
+// lone node when BootstrapExpect is 1 and there is no state yet.
+func (n *Node) Open(ctx context.Context) (err error) {
+	if err := os.MkdirAll(n.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := checkNodeID(n.cfg.DataDir, n.cfg.ID); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			n.closeResources()
+		}
+	}()
+
+	n.bolt, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(n.cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+	})
+	if err != nil {
+		return fmt.Errorf("open raft log: %w", err)
+	}
+	logs, err := raft.NewLogCache(512, n.bolt)
+	if err != nil {
+		return fmt.Errorf("log cache: %w", err)
+	}
+	hlog := newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("open snapshot store: %w", err)
+	}
+
+	if err := n.listen(hlog); err != nil {
+		return err
+	}
+
+	rc := n.raftConfig(hlog)
+	has, err := raft.HasExistingState(logs, n.bolt, snaps)
+	if err != nil {
+		return fmt.Errorf("check raft state: %w", err)
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.bolt, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	if !has && n.cfg.BootstrapExpect == 1 {
+		if err := n.Bootstrap([]raft.Server{n.self()}); err != nil {
+			return err
+		}
+	}
+
+	n.wg.Add(4)
+	go func() { defer n.wg.Done(); n.mux.serve() }()
+	go func() { defer n.wg.Done(); _ = n.rpc.Serve(n.mux.rpc) }()
+	go func() { defer n.wg.Done(); n.leaderLoop() }()
+	go func() { defer n.wg.Done(); n.snapshotLoop() }()
+	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has)
+	return nil
+}
+
+func (n *Node) listen(hlog hclog.Logger) error {
+	ln, err := net.Listen("tcp", n.cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("listen on raft addr: %w", err)
+	}
+	var tlsConf *tls.Config
+	if len(n.cfg.ClusterKey) > 0 {
+		if tlsConf, err = clusterTLS(n.cfg.ClusterKey); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	n.mux = newMux(ln, hostPortAddr(n.cfg.AdvertiseAddr), tlsConf)
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  streamLayer{n.mux.raft},
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  hlog,
+	})
+	n.rpc = n.rpcServer()
+	n.client = n.rpcClient()
+	return nil
+}
+
+func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * n.cfg.TimeScale) }
+	rc.LocalID = raft.ServerID(n.cfg.ID)
+	rc.HeartbeatTimeout = scale(time.Second)
+	rc.ElectionTimeout = scale(time.Second)
+	rc.LeaderLeaseTimeout = scale(500 * time.Millisecond)
+	rc.CommitTimeout = n.cfg.CommitTimeout
+	rc.BatchApplyCh = true
+	rc.SnapshotInterval = n.cfg.SnapshotInterval
+	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	rc.TrailingLogs = n.cfg.TrailingLogs
+	rc.ShutdownOnRemove = false
+	rc.NotifyCh = n.notify
+	rc.Logger = hlog
+	return rc
+}
+
+func (n *Node) self() raft.Server {
+	return raft.Server{
+		Suffrage: raft.Voter,
+		ID:       raft.ServerID(n.cfg.ID),
+		Address:  raft.ServerAddress(n.cfg.AdvertiseAddr),
+	}
+}
+
+// Bootstrap forms a new cluster of servers. Every node given the same list
+// may call it; a node with existing state refuses (raft.ErrCantBootstrap),
+// which Bootstrap treats as done.
+func (n *Node) Bootstrap(servers []raft.Server) error {
+	err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err == nil {
+		n.log.Info("bootstrapped cluster", "servers", len(servers))
+	}
+	return nil
+}
+
+// Close stops the node cleanly: a leader first hands leadership to another
+// voter so the cluster needs no election timeout, then Raft stops and the
+// files close. Everything acknowledged is already on disk.
+func (n *Node) Close() error {
+	if !n.closing.CompareAndSwap(false, true) {
+		return nil
+	}
+	if n.raft != nil && n.raft.State() == raft.Leader && n.voters() > 1 {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer failed", "err", err)
+		} else {
+			n.log.Info("handed over leadership")
+		}
+	}
+	close(n.stop)
+	var errs []error
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
+	}
+	n.closeResources()
+	n.wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (n *Node) closeResources() {
+	if n.rpc != nil {
+		n.rpc.Close()
+	}
+	if n.trans != nil {
+		n.trans.Close()
+	}
+	if n.mux != nil {
+		n.mux.close()
+	}
+	if n.bolt != nil {
+		n.bolt.Close()
+	}
+}
+
+func (n *Node) voters() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	v := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			v++
+		}
+	}
+	return v
+}
+
+// checkNodeID records id in the data dir on first use and refuses a data
+// dir recorded for another id: Raft state must never change hands.
+func checkNodeID(dir, id string) error {
+	path := filepath.Join(dir, "node-id")
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+			return fmt.Errorf("record node id: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("read node id: %w", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != id {
+		return fmt.Errorf("%w: %s holds %q, this node is %q", ErrIDMismatch, dir, got, id)
+	}
+	return nil
+}
+
+// newRequestID returns a random id for a command's idempotency.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// hostPortAddr is a net.Addr that keeps a host name unresolved, so that
+// peers store "node1:7000" and not an address that changes when a
+// container restarts.
+type hostPortAddr string
+
+func (a hostPortAddr) Network() string { return "tcp" }
+func (a hostPortAddr) String() string  { return string(a) }

@@ -1,0 +1,187 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// The internal RPC is plain HTTP with msgpack bodies, served on the Raft
+// port behind the mux byte, so only peers that can reach (and, with a
+// cluster key, authenticate to) the Raft port can call it.
+
+var errUnreachable = errors.New("leader unreachable")
+
+// applyReply is the leader's answer to a forwarded command.
+type applyReply struct {
+	Index uint64     `msgpack:"i"`
+	Paste *fsm.Paste `msgpack:"p,omitempty"`
+	Err   string     `msgpack:"e,omitempty"` // an errorCodes key
+	Msg   string     `msgpack:"m,omitempty"` // the text of an error without a code
+}
+
+// errorCodes carry sentinel errors across the wire.
+var errorCodes = map[string]error{
+	"not_found":  fsm.ErrNotFound,
+	"exists":     fsm.ErrExists,
+	"forbidden":  fsm.ErrForbidden,
+	"not_leader": errNotLeader,
+	"closed":     ErrClosed,
+}
+
+func errorCode(err error) string {
+	for code, e := range errorCodes {
+		if errors.Is(err, e) {
+			return code
+		}
+	}
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return "not_leader"
+	}
+	return ""
+}
+
+func decodeError(code, msg string) error {
+	if code == "" && msg == "" {
+		return nil
+	}
+	if err, ok := errorCodes[code]; ok {
+		return err
+	}
+	return errors.New(msg)
+}
+
+func (n *Node) rpcServer() *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /internal/v1/apply", n.handleApply)
+	mux.HandleFunc("GET /internal/v1/read-index", n.handleReadIndex)
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+}
+
+func (n *Node) rpcClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return n.mux.dial(ctx, addr, muxRPC)
+			},
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+}
+
+// handleApply applies a forwarded command if this node leads. It does not
+// retry: the forwarding node owns the retry loop.
+func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	var reply applyReply
+	if n.closing.Load() {
+		reply.Err = "closed"
+	} else if n.raft.State() != raft.Leader {
+		reply.Err = "not_leader"
+	} else if res, index, err := n.applyLocal(r.Context(), data); err != nil {
+		reply.Err, reply.Msg = errorCode(err), err.Error()
+	} else {
+		reply.Index, reply.Paste = index, res.Paste
+		if res.Err != nil {
+			reply.Err, reply.Msg = errorCode(res.Err), res.Err.Error()
+		}
+	}
+	writeMsgpack(w, &reply)
+}
+
+func (n *Node) handleReadIndex(w http.ResponseWriter, r *http.Request) {
+	var reply applyReply
+	if index, err := n.readIndex(r.Context()); err != nil {
+		reply.Err, reply.Msg = errorCode(err), err.Error()
+	} else {
+		reply.Index = index
+	}
+	writeMsgpack(w, &reply)
+}
+
+func writeMsgpack(w http.ResponseWriter, v any) {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/msgpack")
+	_, _ = w.Write(b)
+}
+
+// forwardApply sends data to the leader. Application errors (not found,
+// forbidden, ...) come back inside the Result; transport trouble and "not
+// the leader" are retryable errors.
+func (n *Node) forwardApply(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
+	reply, err := n.call(ctx, http.MethodPost, "/internal/v1/apply", data)
+	if err != nil {
+		return nil, 0, err
+	}
+	appErr := decodeError(reply.Err, reply.Msg)
+	switch {
+	case appErr == nil:
+	case errors.Is(appErr, errNotLeader), errors.Is(appErr, ErrClosed):
+		return nil, 0, errNotLeader
+	case reply.Err == "": // an error the leader's Raft gave, not the FSM
+		return nil, 0, fmt.Errorf("%w: %v", errUnreachable, appErr)
+	}
+	return &fsm.Result{Paste: reply.Paste, Err: appErr}, reply.Index, nil
+}
+
+func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
+	reply, err := n.call(ctx, http.MethodGet, "/internal/v1/read-index", nil)
+	if err != nil {
+		return 0, err
+	}
+	if err := decodeError(reply.Err, reply.Msg); err != nil {
+		return 0, err
+	}
+	return reply.Index, nil
+}
+
+func (n *Node) call(ctx context.Context, method, path string, body []byte) (*applyReply, error) {
+	addr, _ := n.raft.LeaderWithID()
+	if addr == "" {
+		return nil, ErrNoLeader
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+string(addr)+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: leader answered %s", errUnreachable, resp.Status)
+	}
+	var reply applyReply
+	if err := msgpack.Unmarshal(b, &reply); err != nil {
+		return nil, fmt.Errorf("%w: bad reply: %v", errUnreachable, err)
+	}
+	return &reply, nil
+}

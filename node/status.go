@@ -1,0 +1,84 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Info describes this node's view of Raft.
+type Info struct {
+	ID           string
+	State        string // leader, follower, candidate, shutdown
+	LeaderID     string
+	LeaderAddr   string
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	// LastContact is how long ago the leader was last heard from: 0 on the
+	// leader, -1 if never.
+	LastContact time.Duration
+}
+
+// Info returns the node's Raft state.
+func (n *Node) Info() Info {
+	addr, id := n.raft.LeaderWithID()
+	in := Info{
+		ID:           n.cfg.ID,
+		State:        strings.ToLower(n.raft.State().String()),
+		LeaderID:     string(id),
+		LeaderAddr:   string(addr),
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(),
+		LastContact:  -1,
+	}
+	if n.raft.State() == raft.Leader {
+		in.LastContact = 0
+	} else if t := n.raft.LastContact(); !t.IsZero() {
+		in.LastContact = time.Since(t)
+	}
+	return in
+}
+
+// Server is one entry of the Raft configuration.
+type Server struct {
+	ID       string
+	Addr     string
+	Suffrage string // voter, nonvoter
+}
+
+// Servers returns the current Raft configuration.
+func (n *Node) Servers() ([]Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raft configuration: %w", err)
+	}
+	var out []Server
+	for _, s := range f.Configuration().Servers {
+		suf := "voter"
+		if s.Suffrage != raft.Voter {
+			suf = "nonvoter"
+		}
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf})
+	}
+	return out, nil
+}
+
+// Ready reports why the node cannot serve consistent reads and writes yet,
+// or nil: it must know a leader and have applied all it knows committed.
+func (n *Node) Ready() error {
+	if n.closing.Load() {
+		return ErrClosed
+	}
+	if addr, _ := n.raft.LeaderWithID(); addr == "" {
+		return errors.New("no leader known")
+	}
+	if a, c := n.raft.AppliedIndex(), n.raft.CommitIndex(); a < c {
+		return fmt.Errorf("applied index %d is behind commit index %d", a, c)
+	}
+	return nil
+}
