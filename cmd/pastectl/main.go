@@ -1,0 +1,175 @@
+// Command pastectl is the command-line client of a pastenode cluster: it
+// creates, reads and deletes pastes and runs the cluster's admin calls,
+// all through api.Client.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pastenode/pastenode/api"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the server said no, or could not be reached
+	exitUsage   = 2
+	defaultAddr = "http://127.0.0.1:8080"
+)
+
+// usageError is a mistake in the command line found by a command itself;
+// cobra's own parse and argument errors are usage errors too.
+type usageError struct{ error }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// failedError marks an error that happened while a valid command ran.
+// Everything that is not one is a usage error.
+type failedError struct{ error }
+
+func (e failedError) Unwrap() error { return e.error }
+
+// run executes pastectl with args and returns its exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := c.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "pastectl: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	var failed failedError
+	if errors.As(err, &failed) {
+		return exitFailed
+	}
+	fmt.Fprintln(stderr, "Run 'pastectl --help' for usage.")
+	return exitUsage
+}
+
+// cli holds the global flags and the streams of one run.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	addr       string
+	adminToken string
+	output     string
+	timeout    time.Duration
+}
+
+func (c *cli) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pastectl",
+		Short: "Command-line client of a pastenode cluster",
+		Long: "pastectl creates, reads and deletes pastes and runs the admin calls of a\n" +
+			"pastenode cluster. Exit codes: 0 success, 1 the server said no or could\n" +
+			"not be reached, 2 usage error.",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: c.resolveFlags,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("missing command")
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+
+	f := root.PersistentFlags()
+	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
+	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
+	f.StringVarP(&c.output, "output", "o", "text", "output format of put and status: text or json")
+	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer (0: no limit)")
+
+	root.AddCommand(
+		c.putCommand(),
+		c.getCommand(),
+		c.deleteCommand(),
+		c.statusCommand(),
+		c.joinCommand(),
+		c.removeCommand(),
+		c.exportCommand(),
+		c.snapshotCommand(),
+		c.healthCommand(),
+	)
+	return root
+}
+
+// resolveFlags fills unset flags from the environment (a flag given on the
+// command line wins) and checks the global flags.
+func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
+	flags := cmd.Flags()
+	if v := os.Getenv("PASTE_ADDR"); v != "" && !flags.Changed("addr") {
+		c.addr = v
+	}
+	if v := os.Getenv("PASTE_ADMIN_TOKEN"); v != "" && !flags.Changed("admin-token") {
+		c.adminToken = v
+	}
+	if c.output != "text" && c.output != "json" {
+		return usagef("invalid -o %q: want text or json", c.output)
+	}
+	if c.timeout < 0 {
+		return usagef("invalid --timeout %s: must not be negative", c.timeout)
+	}
+	return nil
+}
+
+// client returns the api.Client for the global flags.
+func (c *cli) client() (*api.Client, error) {
+	var addrs []string
+	for _, a := range strings.Split(c.addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	client, err := api.NewClient(addrs, api.ClientOptions{AdminToken: c.adminToken, Timeout: c.timeout})
+	if err != nil {
+		return nil, usagef("--addr: %w", err)
+	}
+	return client, nil
+}
+
+// action adapts a command's work to cobra: it builds the client, and marks
+// every error but a usageError as a failure (exit 1).
+func (c *cli) action(do func(ctx context.Context, client *api.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		client, err := c.client()
+		if err == nil {
+			err = do(cmd.Context(), client, args)
+		}
+		var usage usageError
+		if err == nil || errors.As(err, &usage) {
+			return err
+		}
+		return failedError{err}
+	}
+}
+
+// printJSON writes v as indented JSON on stdout.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

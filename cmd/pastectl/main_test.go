@@ -1,0 +1,478 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pastenode/pastenode/api"
+)
+
+func TestMain(m *testing.M) {
+	// The tests set these themselves; the caller's shell must not leak in.
+	os.Unsetenv("PASTE_ADDR")
+	os.Unsetenv("PASTE_ADMIN_TOKEN")
+	os.Exit(m.Run())
+}
+
+// fakeNode fakes the contract's endpoints of one node over a map.
+type fakeNode struct {
+	adminToken string
+	status     api.Status
+	ready      bool
+	export     []byte
+	exportCut  bool // promise more export bytes than are sent
+
+	mu      sync.Mutex
+	pastes  map[string][]byte
+	tokens  map[string]string
+	lastPut string // the query of the last create
+	calls   []string
+}
+
+func newFake(t *testing.T) (*fakeNode, string) {
+	t.Helper()
+	f := &fakeNode{pastes: map[string][]byte{}, tokens: map[string]string{}, ready: true}
+	f.status = api.Status{
+		Node: api.NodeStatus{ID: "n2", State: "Follower", LeaderID: "n1", Term: 3,
+			CommitIndex: 42, AppliedIndex: 41, LastContactMs: 25},
+		Members: []api.Member{
+			{ID: "n1", APIAddr: "10.0.0.1:8080", Gossip: "alive", Suffrage: "voter", Leader: true},
+			{ID: "n2", APIAddr: "10.0.0.2:8080", Gossip: "alive", Suffrage: "voter"},
+			{ID: "n3", APIAddr: "10.0.0.3:8080", Gossip: "suspect", Suffrage: "nonvoter"},
+		},
+		Store: api.StoreStatus{Pastes: 12, Bytes: 3 << 20},
+	}
+	srv := httptest.NewServer(f.routes())
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func (f *fakeNode) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /{$}", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		id := fmt.Sprintf("p%d", len(f.pastes)+1)
+		f.pastes[id], f.tokens[id], f.lastPut = body, "tok-"+id, r.URL.RawQuery
+		f.mu.Unlock()
+		url := "http://" + r.Host + "/" + id
+		w.Header().Set("Location", url)
+		if r.Header.Get("Accept") != "application/json" {
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprintln(w, url)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(api.Created{ID: id, URL: url, RawURL: "http://" + r.Host + "/raw/" + id,
+			DeleteToken: "tok-" + id, Size: len(body)})
+	})
+	mux.HandleFunc("GET /raw/{id}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		content, ok := f.pastes[r.PathValue("id")]
+		f.mu.Unlock()
+		if !ok {
+			http.Error(w, "paste not found", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(content)
+	})
+	mux.HandleFunc("DELETE /{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		token, ok := f.tokens[id]
+		switch {
+		case !ok:
+			writeJSONError(w, http.StatusNotFound, "paste not found")
+		case r.Header.Get("X-Delete-Token") != token && !f.isAdmin(r):
+			writeJSONError(w, http.StatusForbidden, "wrong delete token")
+		default:
+			delete(f.pastes, id)
+			delete(f.tokens, id)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(f.status)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !f.ready {
+			http.Error(w, "no leader", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	admin := func(name string, h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !f.isAdmin(r) {
+				writeJSONError(w, http.StatusForbidden, "admin token required")
+				return
+			}
+			f.mu.Lock()
+			f.calls = append(f.calls, name)
+			f.mu.Unlock()
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("POST /api/v1/cluster/join", admin("join", func(w http.ResponseWriter, r *http.Request) {
+		var req api.JoinRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.calls = append(f.calls, strings.Join(req.Addrs, ","))
+		f.mu.Unlock()
+	}))
+	mux.HandleFunc("DELETE /api/v1/cluster/nodes/{id}", admin("remove", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.calls = append(f.calls, r.PathValue("id"))
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("POST /api/v1/snapshot", admin("snapshot", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("GET /api/v1/export.cdb", admin("export", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Export-Pastes")
+		if f.exportCut {
+			w.Header().Set("Content-Length", fmt.Sprint(len(f.export)+100))
+		}
+		w.Write(f.export)
+		w.Header().Set("X-Export-Pastes", "3")
+	}))
+	return mux
+}
+
+func (f *fakeNode) isAdmin(r *http.Request) bool {
+	return f.adminToken == "" || r.Header.Get("Authorization") == "Bearer "+f.adminToken
+}
+
+func writeJSONError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
+}
+
+// pastectl runs the CLI in-process.
+func pastectl(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// refusedAddr returns an address on which nothing listens.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestPut(t *testing.T) {
+	f, url := newFake(t)
+	file := filepath.Join(t.TempDir(), "main.go")
+	os.WriteFile(file, []byte("package main\n"), 0o644)
+
+	tests := []struct {
+		name       string
+		stdin      string
+		args       []string
+		wantStored string
+		wantQuery  string
+	}{
+		{"stdin", "hello\n", []string{"put"}, "hello\n", ""},
+		{"dash is stdin", "from dash", []string{"put", "-"}, "from dash", ""},
+		{"file with options", "", []string{"put", file, "--lang", "go", "--expire", "1h", "--burn", "--title", "T"},
+			"package main\n", "burn=true&expire=1h&lang=go&title=T"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := pastectl(t, tt.stdin, append([]string{"--addr", url}, tt.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			m := regexp.MustCompile(`^http://[^/]+/(p\d+)\n$`).FindStringSubmatch(stdout)
+			if m == nil {
+				t.Fatalf("stdout %q, want the URL and a newline", stdout)
+			}
+			id := m[1]
+			if want := "delete token: tok-" + id + "\n"; stderr != want {
+				t.Errorf("stderr %q, want %q", stderr, want)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if got := string(f.pastes[id]); got != tt.wantStored {
+				t.Errorf("stored %q, want %q", got, tt.wantStored)
+			}
+			if f.lastPut != tt.wantQuery {
+				t.Errorf("query %q, want %q", f.lastPut, tt.wantQuery)
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		code, stdout, stderr := pastectl(t, "x", "--addr", url, "-o", "json", "put")
+		if code != 0 || stderr != "" {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		var c api.Created
+		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+			t.Fatalf("stdout %q: %v", stdout, err)
+		}
+		if c.ID == "" || c.DeleteToken != "tok-"+c.ID || c.Size != 1 {
+			t.Errorf("created %+v", c)
+		}
+	})
+
+	t.Run("missing file", func(t *testing.T) {
+		code, _, stderr := pastectl(t, "", "--addr", url, "put", filepath.Join(t.TempDir(), "nope"))
+		if code != 1 || !strings.HasPrefix(stderr, "pastectl: ") {
+			t.Errorf("exit %d, stderr %q; want 1 and a message", code, stderr)
+		}
+	})
+}
+
+func TestGetBinary(t *testing.T) {
+	f, url := newFake(t)
+	content := []byte{0, 1, 2, 0xff, 0xfe, '\r', '\n', 0x80, 'x'}
+	f.pastes["bin"] = content
+
+	for _, arg := range []string{"bin", url + "/bin", url + "/raw/bin#key"} {
+		t.Run(arg, func(t *testing.T) {
+			code, stdout, stderr := pastectl(t, "", "--addr", url, "get", arg)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if !bytes.Equal([]byte(stdout), content) {
+				t.Errorf("stdout %q, want %q", stdout, content)
+			}
+		})
+	}
+
+	code, stdout, stderr := pastectl(t, "", "--addr", url, "get", "nope")
+	if code != 1 || stdout != "" || stderr != "pastectl: 404 Not Found: paste not found\n" {
+		t.Errorf("unknown id: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	f, url := newFake(t)
+	f.adminToken = "adm"
+	for _, id := range []string{"a", "b"} {
+		f.pastes[id], f.tokens[id] = []byte(id), "tok-"+id
+	}
+
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{"wrong token", []string{"delete", "a", "--token", "bad"}, 1, "pastectl: 403 Forbidden: wrong delete token\n"},
+		{"right token", []string{"delete", "a", "--token", "tok-a"}, 0, ""},
+		{"gone", []string{"delete", "a", "--token", "tok-a"}, 1, "pastectl: 404 Not Found: paste not found\n"},
+		{"no token", []string{"delete", "b"}, 2, "pastectl: delete needs --token (or --admin-token)\nRun 'pastectl --help' for usage.\n"},
+		{"admin token", []string{"delete", "b", "--admin-token", "adm"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := pastectl(t, "", append([]string{"--addr", url}, tt.args...)...)
+			if code != tt.wantCode || stderr != tt.wantStderr {
+				t.Errorf("exit %d, stderr %q; want %d, %q", code, stderr, tt.wantCode, tt.wantStderr)
+			}
+		})
+	}
+	if len(f.pastes) != 0 {
+		t.Errorf("pastes left: %v", f.pastes)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	f, url := newFake(t)
+
+	code, stdout, stderr := pastectl(t, "", "--addr", url, "status")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	rows := map[string][]string{} // member id -> row fields
+	for _, line := range strings.Split(stdout, "\n") {
+		fields := strings.Fields(strings.TrimPrefix(line, "*"))
+		if len(fields) > 0 && strings.HasPrefix(fields[0], "n") {
+			rows[fields[0]] = fields
+			if strings.HasPrefix(line, "*") != (fields[0] == "n1") {
+				t.Errorf("leader mark on the wrong row: %q", line)
+			}
+		}
+	}
+	want := map[string]string{
+		"n1": "n1 10.0.0.1:8080 leader voter alive - 25ms",
+		"n2": "n2 10.0.0.2:8080 follower voter alive 41 -",
+		"n3": "n3 10.0.0.3:8080 follower nonvoter suspect - -",
+	}
+	for id, w := range want {
+		if got := strings.Join(rows[id], " "); got != w {
+			t.Errorf("row %s: %q, want %q\n%s", id, got, w, stdout)
+		}
+	}
+	for _, s := range []string{"pastes: 12, bytes: 3145728 (3.0 MiB)", "term: 3, commit index: 42"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, stdout)
+		}
+	}
+
+	code, stdout, _ = pastectl(t, "", "--addr", url, "status", "-o", "json")
+	var st api.Status
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || len(st.Members) != 3 {
+		t.Errorf("-o json: exit %d, %v, %q", code, err, stdout)
+	}
+
+	f.status.Node.LeaderID = ""
+	f.status.Members[0].Leader = false
+	code, stdout, stderr = pastectl(t, "", "--addr", url, "status")
+	if code != 1 || stderr != "pastectl: no leader\n" {
+		t.Errorf("no leader: exit %d, stderr %q; want 1, no leader", code, stderr)
+	}
+	if !strings.Contains(stdout, "n3") || strings.Contains(stdout, "*") {
+		t.Errorf("no leader: table %q", stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	_, url := newFake(t)
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"status", "--bogus"},
+		{"get"},
+		{"get", "a", "b"},
+		{"put", "a", "b"},
+		{"remove"},
+		{"join"},
+		{"status", "extra"},
+		{"-o", "yaml", "status"},
+		{"export"},
+		{"--timeout", "soon", "status"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := pastectl(t, "", append([]string{"--addr", url}, args...)...)
+			if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "pastectl: ") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and a message", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestAdminCalls(t *testing.T) {
+	f, url := newFake(t)
+	f.adminToken = "adm"
+
+	code, _, stderr := pastectl(t, "", "--addr", url, "snapshot")
+	if code != 1 || stderr != "pastectl: 403 Forbidden: admin token required\n" {
+		t.Errorf("without token: exit %d, stderr %q", code, stderr)
+	}
+	t.Setenv("PASTE_ADMIN_TOKEN", "adm")
+	for _, args := range [][]string{{"snapshot"}, {"join", "10.0.0.9:7946", "10.0.0.8:7946"}, {"remove", "n3"}} {
+		if code, _, stderr := pastectl(t, "", append([]string{"--addr", url}, args...)...); code != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	want := "snapshot join 10.0.0.9:7946,10.0.0.8:7946 remove n3"
+	if got := strings.Join(f.calls, " "); got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+	// The flag wins over the environment.
+	if code, _, _ := pastectl(t, "", "--addr", url, "--admin-token", "wrong", "snapshot"); code != 1 {
+		t.Errorf("--admin-token wrong: exit %d, want 1", code)
+	}
+}
+
+func TestAddrFromEnv(t *testing.T) {
+	_, url := newFake(t)
+	refused := refusedAddr(t)
+
+	tests := []struct {
+		name     string
+		env      string
+		args     []string
+		wantCode int
+	}{
+		{"env used", url, nil, 0},
+		{"flag wins", refused, []string{"--addr", url}, 0},
+		{"flag wins, even when wrong", url, []string{"--addr", refused}, 1},
+		{"list tried in order", refused + "," + url, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PASTE_ADDR", tt.env)
+			code, _, stderr := pastectl(t, "", append(tt.args, "status")...)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr %q", code, tt.wantCode, stderr)
+			}
+		})
+	}
+}
+
+func TestHealth(t *testing.T) {
+	f, url := newFake(t)
+	code, stdout, stderr := pastectl(t, "", "--addr", url, "health")
+	if code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("ready: exit %d, stdout %q, stderr %q; want 0 and quiet", code, stdout, stderr)
+	}
+	f.ready = false
+	code, _, stderr = pastectl(t, "", "--addr", url, "health")
+	if code != 1 || stderr != "pastectl: 503 Service Unavailable: no leader\n" {
+		t.Errorf("not ready: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestExport(t *testing.T) {
+	f, url := newFake(t)
+	f.export = bytes.Repeat([]byte("cdb\x00\xff"), 10000)
+	out := filepath.Join(t.TempDir(), "pastes.cdb")
+
+	code, stdout, stderr := pastectl(t, "", "--addr", url, "export", "--out", out)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	want := regexp.MustCompile(`^exported 3 pastes, 50000 bytes in \d+\.\d\ds to ` + regexp.QuoteMeta(out) + "\n$")
+	if !want.MatchString(stdout) {
+		t.Errorf("stdout %q, want it to match %s", stdout, want)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || !bytes.Equal(got, f.export) {
+		t.Errorf("file: %d bytes, %v; want the export", len(got), err)
+	}
+	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left: %v", err)
+	}
+
+	// A broken stream leaves the old file as it was and no temporary file.
+	f.exportCut = true
+	code, stdout, stderr = pastectl(t, "", "--addr", url, "export", "--out", out)
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "pastectl: export: ") {
+		t.Errorf("cut stream: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, f.export) {
+		t.Errorf("cut stream changed %s", out)
+	}
+	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left after failure: %v", err)
+	}
+}
