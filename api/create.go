@@ -1,0 +1,451 @@
+package api
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/ui"
+)
+
+const (
+	maxTitle  = 200
+	idLen     = 10
+	idAlpha   = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	minExpire = time.Second
+	// formOverhead is what multipart framing may add to a body of the
+	// maximum paste size.
+	formOverhead = 64 << 10
+)
+
+// options are a create's settings, however they were sent.
+type options struct {
+	title     string
+	lang      string
+	expire    time.Duration // 0: never
+	burn      bool
+	encrypted bool
+}
+
+// field returns a create option from the form, the query or its header.
+type fieldFunc func(name string) (string, bool)
+
+func requestFields(r *http.Request, form url.Values) fieldFunc {
+	headers := map[string]string{
+		"lang": "X-Paste-Lang", "expire": "X-Paste-Expire", "burn": "X-Paste-Burn",
+		"title": "X-Paste-Title", "encrypted": "X-Paste-Encrypted",
+	}
+	q := r.URL.Query()
+	return func(name string) (string, bool) {
+		if v, ok := form[name]; ok {
+			return v[0], true
+		}
+		if v, ok := q[name]; ok {
+			return v[0], true
+		}
+		if h, ok := headers[name]; ok {
+			if v := r.Header.Values(h); len(v) > 0 {
+				return v[0], true
+			}
+		}
+		return "", false
+	}
+}
+
+// parseOptions validates the options of a create.
+func (s *Server) parseOptions(field fieldFunc) (options, error) {
+	var o options
+	if v, ok := field("title"); ok {
+		if utf8.RuneCountInString(v) > maxTitle {
+			return o, errorf(http.StatusBadRequest, "title is longer than %d characters", maxTitle)
+		}
+		o.title = strings.TrimSpace(strings.ReplaceAll(v, "\n", " "))
+	}
+	if v, ok := field("lang"); ok {
+		lang, known := ui.LookupLang(v)
+		if !known {
+			return o, errorf(http.StatusBadRequest, "unknown lang %q", v)
+		}
+		o.lang = lang
+	}
+	expire, hasExpire := field("expire")
+	if ttl, ok := field("ttl"); ok && !hasExpire {
+		secs, err := strconv.ParseInt(ttl, 10, 64)
+		if err != nil || secs < 0 {
+			return o, errorf(http.StatusBadRequest, "bad ttl %q: want whole seconds", ttl)
+		}
+		expire, hasExpire = strconv.FormatInt(secs, 10)+"s", true
+		if secs == 0 {
+			expire = "never"
+		}
+	}
+	if hasExpire {
+		d, err := parseExpire(expire)
+		if err != nil {
+			return o, err
+		}
+		o.expire = d
+	}
+	if max := s.cfg.MaxExpire; max > 0 {
+		switch {
+		case !hasExpire:
+			o.expire = max
+		case o.expire == 0:
+			return o, errorf(http.StatusBadRequest, "expire never is not allowed here: the longest is %s", formatDuration(max))
+		case o.expire > max:
+			return o, errorf(http.StatusBadRequest, "expire %s is too long: the longest is %s", expire, formatDuration(max))
+		}
+	}
+	var err error
+	if o.burn, err = boolField(field, "burn"); err != nil {
+		return o, err
+	}
+	if o.encrypted, err = boolField(field, "encrypted"); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func boolField(field fieldFunc, name string) (bool, error) {
+	v, ok := field(name)
+	if !ok {
+		return false, nil
+	}
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errorf(http.StatusBadRequest, "bad %s %q: want true or false", name, v)
+}
+
+// parseExpire reads "never" or a duration: Go's form ("90s", "1h30m") or a
+// number of days or weeks ("1d", "2w").
+func parseExpire(v string) (time.Duration, error) {
+	v = strings.TrimSpace(strings.ToLower(v))
+	if v == "never" || v == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	var err error
+	if n, unit := v[:len(v)-1], v[len(v)-1]; unit == 'd' || unit == 'w' {
+		var k int64
+		k, err = strconv.ParseInt(n, 10, 32)
+		d = time.Duration(k) * 24 * time.Hour
+		if unit == 'w' {
+			d *= 7
+		}
+	} else {
+		d, err = time.ParseDuration(v)
+	}
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "bad expire %q: want never or a duration like 30s, 10m, 1h, 1d, 1w", v)
+	}
+	if d < minExpire {
+		return 0, errorf(http.StatusBadRequest, "bad expire %q: the shortest is 1s", v)
+	}
+	return d, nil
+}
+
+func formatDuration(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
+// handleCreate is POST /: a raw body (curl --data-binary), or a form from a
+// browser or curl -F.
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	if !s.limiter.allow(clientIP(r)) {
+		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
+		return
+	}
+	content, form, err := s.readCreateBody(w, r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	opts, err := s.parseOptions(requestFields(r, form))
+	if err == nil && form != nil && form.Get("encrypt") != "" && !opts.encrypted {
+		// The browser meant to encrypt but no script ran: refuse rather
+		// than store the secret in the clear.
+		err = errorf(http.StatusBadRequest, "encryption needs JavaScript in the browser; nothing was stored")
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	created, err := s.create(r, content, opts)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	// A browser's form post ends on the paste's page.
+	if form != nil && wantsHTML(r) {
+		w.Header().Set("X-Paste-Id", created.ID)
+		w.Header().Set("X-Delete-Token", created.DeleteToken)
+		http.Redirect(w, r, "/"+created.ID, http.StatusSeeOther)
+		return
+	}
+	s.writeCreated(w, r, created, wantsJSON(r))
+}
+
+// readCreateBody returns the paste content and, for form posts, the form.
+func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte, url.Values, error) {
+	limit := s.cfg.MaxPasteSize
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "multipart/form-data" {
+		limit += formOverhead
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	switch ct {
+	case "multipart/form-data":
+		if params["boundary"] == "" {
+			return nil, nil, errorf(http.StatusBadRequest, "multipart body without a boundary")
+		}
+		if err := r.ParseMultipartForm(limit); err != nil {
+			return nil, nil, bodyError(err)
+		}
+		form := r.MultipartForm.Value
+		if files := r.MultipartForm.File["file"]; len(files) > 0 {
+			f, err := files[0].Open()
+			if err != nil {
+				return nil, nil, errorf(http.StatusBadRequest, "read uploaded file: %v", err)
+			}
+			defer f.Close()
+			b, err := io.ReadAll(f)
+			if err != nil {
+				return nil, nil, bodyError(err)
+			}
+			return s.checkSize(b, form)
+		}
+		return s.checkSize([]byte(first(form, "content")), form)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, nil, bodyError(err)
+	}
+	// curl --data-binary sends application/x-www-form-urlencoded too, so a
+	// body counts as a form only if it parses as one with a content field
+	// and nothing but create fields; anything else is the paste itself.
+	if ct == "application/x-www-form-urlencoded" {
+		if form, ok := parseCreateForm(body); ok {
+			return s.checkSize([]byte(form.Get("content")), form)
+		}
+	}
+	return s.checkSize(body, nil)
+}
+
+func (s *Server) checkSize(b []byte, form url.Values) ([]byte, url.Values, error) {
+	if int64(len(b)) > s.cfg.MaxPasteSize {
+		return nil, nil, tooLarge(s.cfg.MaxPasteSize)
+	}
+	if len(b) == 0 {
+		return nil, nil, errorf(http.StatusBadRequest, "empty paste: send the content as the request body")
+	}
+	return b, form, nil
+}
+
+func tooLarge(max int64) error {
+	return errorf(http.StatusRequestEntityTooLarge, "paste is larger than the limit of %d bytes", max)
+}
+
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit)
+	}
+	return errorf(http.StatusBadRequest, "read body: %v", err)
+}
+
+var formFields = map[string]bool{
+	"content": true, "title": true, "lang": true, "expire": true, "burn": true,
+	"encrypt": true, "encrypted": true, "password": true, "ttl": true,
+}
+
+func parseCreateForm(body []byte) (url.Values, bool) {
+	if !bytes.Contains(body, []byte("content=")) {
+		return nil, false
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil || form["content"] == nil {
+		return nil, false
+	}
+	for k := range form {
+		if !formFields[k] {
+			return nil, false
+		}
+	}
+	return form, true
+}
+
+func first(v url.Values, key string) string {
+	if s := v[key]; len(s) > 0 {
+		return s[0]
+	}
+	return ""
+}
+
+// handleCreateJSON is POST /api/v1/pastes.
+func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
+	if !s.limiter.allow(clientIP(r)) {
+		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
+		return
+	}
+	// JSON escapes may double the size of binary-ish text; allow for it.
+	r.Body = http.MaxBytesReader(w, r.Body, 2*s.cfg.MaxPasteSize+formOverhead)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	var req CreateRequest
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.error(w, r, tooLarge(s.cfg.MaxPasteSize))
+			return
+		}
+		s.error(w, r, errorf(http.StatusBadRequest, "bad JSON: %v", err))
+		return
+	}
+	content, _, err := s.checkSize([]byte(req.Content), nil)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	fields := map[string]string{"title": req.Title, "lang": req.Lang, "expire": req.Expire}
+	opts, err := s.parseOptions(func(name string) (string, bool) {
+		v, ok := fields[name]
+		return v, ok && v != ""
+	})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	opts.burn, opts.encrypted = req.Burn, req.Encrypted
+	created, err := s.create(r, content, opts)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeCreated(w, r, created, true)
+}
+
+// create replicates a new paste, drawing a fresh id if the first is taken.
+func (s *Server) create(r *http.Request, content []byte, o options) (*Created, error) {
+	token := randomString(22, "")
+	now := time.Now()
+	p := &fsm.Paste{
+		Content:   content,
+		Title:     o.title,
+		Lang:      o.lang,
+		CreatedAt: now.UnixNano(),
+		Burn:      o.burn,
+		Encrypted: o.encrypted,
+		TokenHash: fsm.HashToken(token),
+	}
+	if o.expire > 0 {
+		p.ExpiresAt = now.Add(o.expire).UnixNano()
+	}
+	cmd := &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: p}
+	for range 5 {
+		p.ID = randomString(idLen, idAlpha)
+		res, err := s.cfg.Store.Apply(r.Context(), cmd)
+		if err != nil {
+			return nil, err
+		}
+		if errors.Is(res.Err, fsm.ErrExists) {
+			cmd.RequestID = "" // a new attempt, not a retry
+			continue
+		}
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		s.metrics.creates.Inc()
+		return s.created(r, res.Paste, token), nil
+	}
+	return nil, errors.New("could not find a free paste id")
+}
+
+func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *Created {
+	base := s.baseURL(r)
+	c := &Created{
+		ID:          p.ID,
+		URL:         base + "/" + p.ID,
+		RawURL:      base + "/raw/" + p.ID,
+		DeleteToken: token,
+		Burn:        p.Burn,
+		Lang:        p.Lang,
+		Title:       p.Title,
+		Size:        len(p.Content),
+	}
+	if p.ExpiresAt != 0 {
+		t := time.Unix(0, p.ExpiresAt).UTC()
+		c.ExpiresAt = &t
+	}
+	return c
+}
+
+func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, c *Created, asJSON bool) {
+	h := w.Header()
+	h.Set("Location", c.URL)
+	h.Set("X-Paste-Id", c.ID)
+	h.Set("X-Delete-Token", c.DeleteToken)
+	h.Set("Cache-Control", "no-store")
+	if asJSON {
+		writeJSON(w, http.StatusCreated, c)
+		return
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusCreated)
+	io.WriteString(w, c.URL+"\n")
+}
+
+// baseURL is --public-url, or the scheme and Host the client used.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// randomString draws n characters from alphabet (base64url when empty).
+func randomString(n int, alphabet string) string {
+	if alphabet == "" {
+		b := make([]byte, (n*6+7)/8)
+		_, _ = rand.Read(b)
+		return base64.RawURLEncoding.EncodeToString(b)[:n]
+	}
+	out := make([]byte, n)
+	buf := make([]byte, n*2)
+	for i := 0; i < n; {
+		_, _ = rand.Read(buf)
+		for _, c := range buf {
+			// Reject bytes past the largest multiple of len(alphabet) so
+			// that every character is equally likely.
+			if int(c) >= 256-256%len(alphabet) {
+				continue
+			}
+			out[i] = alphabet[int(c)%len(alphabet)]
+			if i++; i == n {
+				break
+			}
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+)
+
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	creates  prometheus.Counter
+	burns    prometheus.Counter
+}
+
+func newMetrics(store Store) *metrics {
+	reg := prometheus.NewRegistry()
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pastenode_http_requests_total",
+			Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pastenode_http_request_duration_seconds",
+			Help:    "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		creates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pastenode_creates_total", Help: "Pastes created through this node.",
+		}),
+		burns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pastenode_burns_total", Help: "Burn-after-read pastes handed out by this node.",
+		}),
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.latency, m.creates, m.burns,
+		gauge("pastenode_pastes", "Live pastes in the store.", func() float64 { n, _ := store.Stats(); return float64(n) }),
+		gauge("pastenode_paste_bytes", "Content bytes of the live pastes.", func() float64 { _, b := store.Stats(); return float64(b) }),
+		gauge("pastenode_raft_leader", "1 if this node is the Raft leader.", func() float64 {
+			if store.Info().State == "leader" {
+				return 1
+			}
+			return 0
+		}),
+		gauge("pastenode_raft_term", "Current Raft term.", func() float64 { return float64(store.Info().Term) }),
+		gauge("pastenode_raft_commit_index", "Raft commit index.", func() float64 { return float64(store.Info().CommitIndex) }),
+		gauge("pastenode_raft_applied_index", "Raft applied index.", func() float64 { return float64(store.Info().AppliedIndex) }),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument counts requests and their latency by route name, so that
+// paste ids never become label values.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		route := "unknown"
+		if cr := mux.CurrentRoute(r); cr != nil && cr.GetName() != "" {
+			route = cr.GetName()
+		}
+		if rec.code == 0 {
+			rec.code = http.StatusOK
+		}
+		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.code)).Inc()
+		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// limiter allows each client IP perMinute creates a minute, with a burst
+// of the same size.
+type limiter struct {
+	perMinute int
+	mu        sync.Mutex
+	clients   map[string]*rate.Limiter
+}
+
+func newLimiter(perMinute int) *limiter {
+	return &limiter{perMinute: perMinute, clients: make(map[string]*rate.Limiter)}
+}
+
+func (l *limiter) allow(ip string) bool {
+	if l.perMinute <= 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.clients[ip]
+	if !ok {
+		// Forget idle clients rather than grow without bound: a full
+		// limiter is the same as a new one.
+		if len(l.clients) >= 10000 {
+			for k, v := range l.clients {
+				if v.Tokens() >= float64(l.perMinute) {
+					delete(l.clients, k)
+				}
+			}
+		}
+		lim = rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)
+		l.clients[ip] = lim
+	}
+	return lim.Allow()
+}

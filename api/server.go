@@ -1,0 +1,216 @@
+// Package api serves pastenode's HTTP contract: creates, reads, burns and
+// deletes, the web UI's pages, health and metrics, and the admin calls. It
+// also holds Client, the typed client of the same contract that pastectl and
+// the tests use.
+//
+// The handlers call small interfaces declared here (Store, Cluster), so
+// they can be tested against fakes and know nothing of Raft.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
+	"github.com/pastenode/pastenode/ui"
+)
+
+// Store is the replicated paste store, as the handlers need it.
+type Store interface {
+	// Apply replicates a command and returns its result.
+	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+	// Get reads a live paste, consistent with every acknowledged write.
+	Get(ctx context.Context, id string) (*fsm.Paste, bool)
+	// Consume hands out a burn paste exactly once.
+	Consume(ctx context.Context, id string) (*fsm.Paste, error)
+	// View is a consistent view of the whole store, for exports.
+	View() fsm.View
+	Stats() (count, bytes int64)
+	Info() node.Info
+	Ready() error
+	Snapshot() (uint64, error)
+}
+
+// Cluster is gossip membership, as the admin calls need it.
+type Cluster interface {
+	Members() []Member
+	Join(ctx context.Context, addrs []string) error
+	Remove(ctx context.Context, id string) error
+}
+
+// Config configures a Server.
+type Config struct {
+	Store   Store
+	Cluster Cluster // nil: a node without gossip; join and remove answer 501
+	UI      *ui.UI
+	Logger  *slog.Logger
+	Version string
+
+	PublicURL    string        // base of returned URLs; "" derives it from the request
+	MaxPasteSize int64         // bytes
+	MaxExpire    time.Duration // 0: no limit
+	AdminToken   string        // "": admin calls from loopback clients only
+	RateLimit    int           // creates per minute per client IP; 0: off
+}
+
+// Validate checks c and fills in defaults.
+func (c *Config) Validate() error {
+	if c.Store == nil {
+		return errors.New("api: no store")
+	}
+	if c.UI == nil {
+		return errors.New("api: no ui")
+	}
+	if c.MaxPasteSize <= 0 {
+		return fmt.Errorf("api: max paste size %d must be positive", c.MaxPasteSize)
+	}
+	if c.MaxExpire < 0 {
+		return fmt.Errorf("api: max expire %s must not be negative", c.MaxExpire)
+	}
+	if c.RateLimit < 0 {
+		return fmt.Errorf("api: rate limit %d must not be negative", c.RateLimit)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Server is the HTTP API of one node.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	router  *mux.Router
+	metrics *metrics
+	limiter *limiter
+}
+
+// NewServer returns the API for cfg.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "api"),
+		router:  mux.NewRouter(),
+		limiter: newLimiter(cfg.RateLimit),
+	}
+	s.metrics = newMetrics(cfg.Store)
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the root handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Registry returns the Prometheus registry the server reports to, so that
+// other components can add their collectors.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
+
+func (s *Server) routes() {
+	r := s.router
+	r.Use(s.instrument)
+	get := []string{http.MethodGet, http.MethodHead}
+
+	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
+	r.HandleFunc("/readyz", s.handleReadyz).Methods(get...).Name("readyz")
+	r.Handle("/metrics", s.metrics.handler()).Methods(get...).Name("metrics")
+	r.PathPrefix("/static/").Handler(http.StripPrefix("/static/", s.cfg.UI.Static())).Methods(get...).Name("static")
+
+	v1 := r.PathPrefix("/api/v1").Subrouter()
+	v1.HandleFunc("/pastes", s.handleCreateJSON).Methods(http.MethodPost).Name("api_create")
+	v1.HandleFunc("/pastes/{id}", s.handleMeta).Methods(get...).Name("api_meta")
+	v1.HandleFunc("/status", s.handleStatus).Methods(get...).Name("status")
+	v1.Handle("/cluster/join", s.admin(s.handleJoin)).Methods(http.MethodPost).Name("join")
+	v1.Handle("/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
+	v1.Handle("/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
+	v1.Handle("/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
+	v1.PathPrefix("/").HandlerFunc(s.notFound).Name("api_unknown")
+
+	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
+	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")
+	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
+	r.HandleFunc("/{id}/reveal", s.handleReveal).Methods(http.MethodPost).Name("reveal")
+	r.HandleFunc("/{id}", s.handleView).Methods(get...).Name("view")
+	r.HandleFunc("/{id}", s.handleDelete).Methods(http.MethodDelete).Name("delete")
+
+	r.NotFoundHandler = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.error(w, r, errorf(http.StatusMethodNotAllowed, "method %s not allowed here", r.Method))
+	})
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.error(w, r, errorf(http.StatusNotFound, "not found"))
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.Store.Ready(); err != nil {
+		s.error(w, r, errorf(http.StatusServiceUnavailable, "not ready: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ready\n")
+}
+
+// admin wraps a handler that needs the admin token, or, when none is
+// configured, a client on the loopback interface.
+func (s *Server) admin(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.isAdmin(r) {
+			if s.cfg.AdminToken == "" {
+				s.error(w, r, errorf(http.StatusForbidden, "admin calls are accepted from loopback only; set --admin-token"))
+			} else {
+				s.error(w, r, errorf(http.StatusUnauthorized, "admin token required: Authorization: Bearer TOKEN"))
+			}
+			return
+		}
+		h(w, r)
+	})
+}
+
+func (s *Server) isAdmin(r *http.Request) bool {
+	if s.cfg.AdminToken == "" {
+		return isLoopback(r)
+	}
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1
+}
+
+func isLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// clientIP is the address the rate limit counts by.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
