@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -131,30 +132,39 @@ func boolField(field fieldFunc, name string) (bool, error) {
 	return false, errorf(http.StatusBadRequest, "bad %s %q: want true or false", name, v)
 }
 
-// parseExpire reads "never" or a duration: Go's form ("90s", "1h30m") or a
-// number of days or weeks ("1d", "2w").
+// parseExpire reads "never" (0) or a duration of at least a second.
 func parseExpire(v string) (time.Duration, error) {
 	v = strings.TrimSpace(strings.ToLower(v))
 	if v == "never" || v == "" {
 		return 0, nil
 	}
-	var d time.Duration
-	var err error
-	if n, unit := v[:len(v)-1], v[len(v)-1]; unit == 'd' || unit == 'w' {
-		var k int64
-		k, err = strconv.ParseInt(n, 10, 32)
-		d = time.Duration(k) * 24 * time.Hour
-		if unit == 'w' {
-			d *= 7
-		}
-	} else {
-		d, err = time.ParseDuration(v)
-	}
+	d, err := ParseDuration(v)
 	if err != nil {
 		return 0, errorf(http.StatusBadRequest, "bad expire %q: want never or a duration like 30s, 10m, 1h, 1d, 1w", v)
 	}
 	if d < minExpire {
 		return 0, errorf(http.StatusBadRequest, "bad expire %q: the shortest is 1s", v)
+	}
+	return d, nil
+}
+
+// ParseDuration reads a positive duration: Go's form ("90s", "1h30m") or
+// whole days or weeks ("1d", "2w").
+func ParseDuration(s string) (time.Duration, error) {
+	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
+		k, err := strconv.ParseInt(s[:n-1], 10, 32)
+		if err != nil || k <= 0 {
+			return 0, fmt.Errorf("bad duration %q: want e.g. 30s, 1h, 7d", s)
+		}
+		d := time.Duration(k) * 24 * time.Hour
+		if s[n-1] == 'w' {
+			d *= 7
+		}
+		return d, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("bad duration %q: want e.g. 30s, 1h, 7d", s)
 	}
 	return d, nil
 }

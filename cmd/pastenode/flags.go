@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pastenode/pastenode/api"
+)
+
+// config is everything the flags say.
+type config struct {
+	NodeID          string
+	DataDir         string
+	HTTPAddr        string
+	RaftAddr        string
+	GossipAddr      string
+	AdvertiseHost   string
+	Join            []string
+	BootstrapExpect int
+	PublicURL       string
+	MaxPasteSize    int64
+	MaxExpire       time.Duration
+	ClusterKey      []byte
+	AdminToken      string
+	TLSCert         string
+	TLSKey          string
+	RateLimit       int
+	LogLevel        slog.Level
+	LogFormat       string
+	TimeScale       float64
+}
+
+// parseFlags reads the command line, then the PASTE_* environment for every
+// flag the command line did not set.
+func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*config, error) {
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("pastenode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		c                                       config
+		join, maxSize, maxExpire, key, logLevel string
+	)
+	fs.StringVar(&c.NodeID, "node-id", host, "unique, stable node name")
+	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "Raft log, snapshots and node state")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "public HTTP API and web UI")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7000", "Raft transport and internal RPC")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:7946", "memberlist gossip (TCP and UDP)")
+	fs.StringVar(&c.AdvertiseHost, "advertise-host", "", "host peers dial (default: host of the bind address; needed for 0.0.0.0)")
+	fs.StringVar(&join, "join", "", "comma-separated gossip seeds host:port")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "1: form a cluster alone; N>1: wait for N nodes; 0: wait to be added")
+	fs.StringVar(&c.PublicURL, "public-url", "", "base of the URLs creates return (default: from the request)")
+	fs.StringVar(&maxSize, "max-paste-size", "1MiB", "largest paste accepted")
+	fs.StringVar(&maxExpire, "max-expire", "0", "longest expiry accepted; 0: no limit")
+	fs.StringVar(&key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
+	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
+	if err := parseWithEnv(fs, args, env); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+
+	var err error
+	bad := func(flag string, e error) error { return usageError{fmt.Errorf("--%s: %w", flag, e)} }
+	if c.MaxPasteSize, err = parseSize(maxSize); err != nil {
+		return nil, bad("max-paste-size", err)
+	}
+	if maxExpire != "0" {
+		if c.MaxExpire, err = api.ParseDuration(maxExpire); err != nil {
+			return nil, bad("max-expire", err)
+		}
+	}
+	if key != "" {
+		if c.ClusterKey, err = base64.StdEncoding.DecodeString(key); err != nil {
+			return nil, bad("cluster-key", errors.New("not valid base64"))
+		}
+		if n := len(c.ClusterKey); n != 16 && n != 24 && n != 32 {
+			return nil, bad("cluster-key", fmt.Errorf("decodes to %d bytes, want 16, 24 or 32", n))
+		}
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return nil, bad("log-level", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return nil, bad("log-format", fmt.Errorf("%q is neither text nor json", c.LogFormat))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	for _, s := range strings.Split(join, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.Join = append(c.Join, s)
+		}
+	}
+	for name, addr := range map[string]string{"http-addr": c.HTTPAddr, "raft-addr": c.RaftAddr, "gossip-addr": c.GossipAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, bad(name, err)
+		}
+	}
+	if c.AdvertiseHost == "" {
+		host, _, _ := net.SplitHostPort(c.RaftAddr)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			return nil, usageError{fmt.Errorf("--raft-addr %s binds every interface: set --advertise-host to the name or address peers dial", c.RaftAddr)}
+		}
+		c.AdvertiseHost = host
+	}
+	if c.NodeID == "" {
+		return nil, usageError{errors.New("--node-id is empty and the host name is unknown")}
+	}
+	if c.BootstrapExpect < 0 {
+		return nil, bad("bootstrap-expect", errors.New("must be 0 or more"))
+	}
+	return &c, nil
+}
+
+// parseWithEnv parses args; each flag not given there takes its PASTE_*
+// environment twin, if set.
+func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, bool)) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		name := "PASTE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := env(name); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usageError{fmt.Errorf("%s=%q: %w", name, v, e)}
+			}
+		}
+	})
+	return err
+}
+
+// parseSize reads a byte size: 1048576, 512KiB, 1MiB, 1MB, 2GiB.
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+		{"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
+	}
+	mult := int64(1)
+	num := strings.TrimSpace(s)
+	for _, u := range units {
+		if strings.HasSuffix(strings.ToUpper(num), strings.ToUpper(u.suffix)) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q: want a positive number of bytes like 1MiB", s)
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
+	"github.com/pastenode/pastenode/ui"
+)
+
+// serve runs a node until ctx ends, then stops it cleanly: the HTTP server
+// drains, a leader hands over leadership, Raft shuts down and files close.
+func serve(ctx context.Context, c *config, log *slog.Logger) error {
+	raftPort := portOf(c.RaftAddr)
+	n, err := node.New(node.Config{
+		ID:              c.NodeID,
+		DataDir:         c.DataDir,
+		RaftAddr:        c.RaftAddr,
+		AdvertiseAddr:   net.JoinHostPort(c.AdvertiseHost, raftPort),
+		BootstrapExpect: c.BootstrapExpect,
+		ClusterKey:      c.ClusterKey,
+		Logger:          log,
+		TimeScale:       c.TimeScale,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	if err := n.Open(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			log.Error("close node", "err", err)
+		}
+	}()
+
+	pages, err := ui.New(ui.Options{})
+	if err != nil {
+		return err
+	}
+	apiServer, err := api.NewServer(api.Config{
+		Store:        store{n},
+		UI:           pages,
+		Logger:       log,
+		Version:      version,
+		PublicURL:    c.PublicURL,
+		MaxPasteSize: c.MaxPasteSize,
+		MaxExpire:    c.MaxExpire,
+		AdminToken:   c.AdminToken,
+		RateLimit:    c.RateLimit,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+
+	ln, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on http addr: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           apiServer.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if c.TLSCert != "" {
+		certs := &certReloader{certFile: c.TLSCert, keyFile: c.TLSKey}
+		if _, err := certs.get(nil); err != nil {
+			ln.Close()
+			return err
+		}
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
+	}
+	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir)
+
+	errc := make(chan error, 1)
+	go func() {
+		if srv.TLSConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}
+
+// store adapts a node to api.Store.
+type store struct{ *node.Node }
+
+func (s store) Stats() (int64, int64) { return s.FSM().Stats() }
+func (s store) View() fsm.View        { return s.FSM().View() }
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// certReloader serves the certificate in certFile and keyFile, loading it
+// again when either file changes, so renewed certificates need no restart.
+type certReloader struct {
+	certFile, keyFile string
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	modTime time.Time
+	checked time.Time
+}
+
+func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cert != nil && time.Since(r.checked) < 5*time.Second {
+		return r.cert, nil
+	}
+	r.checked = time.Now()
+	var latest time.Time
+	for _, f := range []string{r.certFile, r.keyFile} {
+		st, err := os.Stat(f)
+		if err != nil {
+			if r.cert != nil {
+				return r.cert, nil // keep serving the last good one
+			}
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		if st.ModTime().After(latest) {
+			latest = st.ModTime()
+		}
+	}
+	if r.cert != nil && !latest.After(r.modTime) {
+		return r.cert, nil
+	}
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		if r.cert != nil {
+			return r.cert, nil
+		}
+		return nil, fmt.Errorf("tls: load key pair: %w", err)
+	}
+	r.cert, r.modTime = &cert, latest
+	return r.cert, nil
+}
