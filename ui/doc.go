@@ -1,0 +1,49 @@
+// Package ui renders pastenode's web pages: the new-paste form, the paste
+// view, the burn-after-reading notice and the error page. The templates,
+// the one stylesheet and the one script are embedded in the binary, so a
+// node serves its UI without any outside asset. The package writes HTML to
+// an io.Writer and serves its static files; the api package owns routing,
+// status codes and headers (it sets CSP on every page).
+//
+// Plain pastes are highlighted on the server with chroma, using CSS classes
+// only: the page never carries a style attribute, an inline script or an
+// inline style sheet, so it works under the policy that CSP returns.
+//
+// # Encrypted pastes
+//
+// Encryption happens in the browser (static/app.js); the server stores and
+// serves only the ciphertext text, and never sees the key, the password or
+// the plaintext. The ciphertext text is ASCII, with fields separated by
+// dots, and comes in two forms:
+//
+//	pn1.k.<iv>.<ciphertext>                          random key
+//	pn1.p.<iterations>.<salt>.<iv>.<ciphertext>      password
+//
+// Every binary field is base64url without padding (RFC 4648 section 5).
+// The cipher is AES-256-GCM with a 12-byte iv, a 128-bit tag appended to
+// the ciphertext (as WebCrypto and Python's AESGCM produce it) and no
+// additional data. The plaintext is UTF-8 text.
+//
+// With a random key, the key is 32 random bytes, base64url without padding,
+// and travels only in the URL fragment: https://host/ID#KEY. With a
+// password, the key is PBKDF2-HMAC-SHA256(UTF-8 password, salt, iterations,
+// 32 bytes), with a 16-byte random salt and at least 600000 iterations; the
+// link carries no key.
+//
+// To decrypt in a shell, fetch /raw/ID and run Python with the cryptography
+// package (openssl enc cannot do GCM):
+//
+//	curl -s https://host/raw/ID > paste.pn1
+//	python3 - paste.pn1 KEY_OR_PASSWORD <<'EOF'
+//	import base64, hashlib, sys
+//	from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+//	def b64u(s): return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+//	f = open(sys.argv[1]).read().strip().split(".")
+//	if f[1] == "k":
+//	    key, iv, ct = b64u(sys.argv[2]), b64u(f[2]), b64u(f[3])
+//	else:
+//	    salt, iv, ct = b64u(f[3]), b64u(f[4]), b64u(f[5])
+//	    key = hashlib.pbkdf2_hmac("sha256", sys.argv[2].encode(), salt, int(f[2]), 32)
+//	sys.stdout.write(AESGCM(key).decrypt(iv, ct, None).decode())
+//	EOF
+package ui

@@ -1,0 +1,90 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// stamp is a point in time as the pages show it: relative text, with the
+// exact UTC time for the datetime and title attributes.
+type stamp struct {
+	Rel   string // "3 minutes ago", "in 1 hour"
+	Exact string // RFC 3339, UTC
+}
+
+func newStamp(t, now time.Time) stamp {
+	return stamp{Rel: relTime(t, now), Exact: t.UTC().Format(time.RFC3339)}
+}
+
+// timeUnits are the units of relTime, largest first.
+var timeUnits = []struct {
+	d    time.Duration
+	name string
+}{
+	{365 * 24 * time.Hour, "year"},
+	{30 * 24 * time.Hour, "month"},
+	{7 * 24 * time.Hour, "week"},
+	{24 * time.Hour, "day"},
+	{time.Hour, "hour"},
+	{time.Minute, "minute"},
+}
+
+// relTime says how far t is from now in the largest fitting unit, rounded:
+// "3 minutes ago", "in 1 hour". A unit fits from 95% of its length on, so a
+// one-week expiry seen a minute after its creation still reads "in 1
+// week", not "in 6 days".
+func relTime(t, now time.Time) string {
+	d := t.Sub(now)
+	future := d > 0
+	if d < 0 {
+		d = -d
+	}
+	for _, u := range timeUnits {
+		if d < u.d*95/100 {
+			continue
+		}
+		n := int64(math.Round(float64(d) / float64(u.d)))
+		text := plural(n, u.name)
+		if future {
+			return "in " + text
+		}
+		return text + " ago"
+	}
+	if future {
+		return "in less than a minute"
+	}
+	return "just now"
+}
+
+// plural writes a count and its unit: "1 minute", "2 minutes".
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.FormatInt(n, 10) + " " + unit + "s"
+}
+
+// humanSize writes a byte count the way people read it: "512 bytes",
+// "1.5 KiB", "12 MiB".
+func humanSize(n int64) string {
+	if n < 1024 {
+		return plural(n, "byte")
+	}
+	v := float64(n)
+	unit := ""
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		v /= 1024
+		unit = u
+		if v < 1024 {
+			break
+		}
+	}
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	if v < 10 {
+		s = strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
+	}
+	return s + " " + unit
+}

@@ -1,0 +1,101 @@
+package ui
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"html/template"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/chroma/v2"
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/alecthomas/chroma/v2/styles"
+)
+
+// Themes are the chroma styles of the two colour schemes.
+const (
+	lightTheme = "github"
+	darkTheme  = "github-dark"
+)
+
+// renderLines turns text into the inside of the #paste element: one
+// span.line per line, with id "L<n>", holding an empty link to itself (the
+// style sheet draws the number with a CSS counter, so the numbers are never
+// part of the text that is selected or copied) and the line's code. With a
+// nil lexer the text is only escaped. It returns the HTML and the number of
+// lines.
+//
+// chroma's own HTML formatter puts the line numbers into the text of the
+// element; this small writer keeps #paste's text equal to the paste.
+func renderLines(lexer chroma.Lexer, text string) (template.HTML, int) {
+	tokens := tokenise(lexer, text)
+	lines := chroma.SplitTokensIntoLines(tokens)
+	var b strings.Builder
+	b.Grow(len(text) + len(text)/2 + 64*len(lines))
+	for i, line := range lines {
+		n := strconv.Itoa(i + 1)
+		b.WriteString(`<span class="line" id="L` + n + `"><a class="ln" href="#L` + n + `"></a><span class="cl">`)
+		for _, tok := range line {
+			if cls := tokenClass(tok.Type); cls != "" {
+				b.WriteString(`<span class="` + cls + `">` + html.EscapeString(tok.Value) + `</span>`)
+			} else {
+				b.WriteString(html.EscapeString(tok.Value))
+			}
+		}
+		b.WriteString("</span></span>")
+	}
+	return template.HTML(b.String()), len(lines)
+}
+
+// tokenise runs the lexer over text and falls back to one plain token when
+// there is no lexer or the lexer fails. Pastes are hostile input, and a
+// lexer bug must cost the highlighting, not the page.
+func tokenise(lexer chroma.Lexer, text string) (tokens []chroma.Token) {
+	plain := []chroma.Token{{Type: chroma.Text, Value: text}}
+	if lexer == nil {
+		return plain
+	}
+	defer func() {
+		if recover() != nil {
+			tokens = plain
+		}
+	}()
+	it, err := chroma.Coalesce(lexer).Tokenise(nil, text)
+	if err != nil {
+		return plain
+	}
+	return it.Tokens()
+}
+
+// tokenClass is the CSS class chroma gives a token type: its own, or the
+// nearest parent's.
+func tokenClass(t chroma.TokenType) string {
+	for ; t != 0; t = t.Parent() {
+		if cls, ok := chroma.StandardTypes[t]; ok {
+			return cls
+		}
+	}
+	return chroma.StandardTypes[t]
+}
+
+// themeCSS returns the highlighting rules of both themes, each inside its
+// prefers-color-scheme media query. Scoping both (rather than making light
+// the default) keeps a token class that only the light theme colours from
+// leaking into the dark one.
+func themeCSS() ([]byte, error) {
+	f := chromahtml.New(chromahtml.WithClasses(true), chromahtml.WithCSSComments(false))
+	var b bytes.Buffer
+	for _, t := range []struct{ scheme, style string }{{"light", lightTheme}, {"dark", darkTheme}} {
+		style, ok := styles.Registry[t.style]
+		if !ok {
+			return nil, fmt.Errorf("chroma style %q not found", t.style)
+		}
+		fmt.Fprintf(&b, "\n/* Syntax highlighting: chroma %q. */\n@media (prefers-color-scheme: %s) {\n", t.style, t.scheme)
+		if err := f.WriteCSS(&b, style); err != nil {
+			return nil, fmt.Errorf("write %s css: %w", t.style, err)
+		}
+		b.WriteString("}\n")
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,417 @@
+/*
+ * pastenode: the one script of the web UI. Every page works without it,
+ * except what only a browser can do: encrypting and decrypting, copying.
+ *
+ * Ciphertext text format of encrypted pastes (the server stores and serves
+ * only this; it never sees a key, a password or a plaintext):
+ *
+ *   pn1.k.<iv>.<ciphertext>                          random key
+ *   pn1.p.<iterations>.<salt>.<iv>.<ciphertext>      password
+ *
+ * - Every binary field is base64url without padding.
+ * - AES-256-GCM, 12-byte iv, the 128-bit tag appended to the ciphertext (as
+ *   WebCrypto returns it), no additional data. The plaintext is UTF-8 text.
+ * - Random key: 32 random bytes, base64url without padding, carried only in
+ *   the URL fragment: /ID#KEY.
+ * - Password: key = PBKDF2-HMAC-SHA256(UTF-8 password, 16-byte random salt,
+ *   iterations (600000 when made here), 32 bytes). The link has no key.
+ *
+ * The package documentation of ui (doc.go) shows how to decrypt in a shell.
+ */
+"use strict";
+
+(function () {
+  var ITERATIONS = 600000;
+  var MAX_ITERATIONS = 100000000; // refuse absurd work from a hostile paste
+  var WRONG = "Could not decrypt: wrong key or password";
+  var subtle = window.crypto && window.crypto.subtle;
+
+  function $(id) {
+    return document.getElementById(id);
+  }
+
+  // ---- base64url and random bytes --------------------------------------
+
+  function b64uEncode(bytes) {
+    var s = "";
+    for (var i = 0; i < bytes.length; i += 0x8000) {
+      s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    }
+    return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+
+  function b64uDecode(text) {
+    if (!/^[A-Za-z0-9_-]*$/.test(text)) {
+      throw new Error("not base64url");
+    }
+    var s = text.replace(/-/g, "+").replace(/_/g, "/");
+    var bin = atob(s + "===".slice((s.length + 3) % 4));
+    var out = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) {
+      out[i] = bin.charCodeAt(i);
+    }
+    return out;
+  }
+
+  // request is fetch with a plain message when the server cannot be reached
+  // (each browser words that TypeError differently).
+  async function request(url, options) {
+    try {
+      return await fetch(url, options);
+    } catch (e) {
+      throw new Error("Could not reach the server.");
+    }
+  }
+
+  function randomBytes(n) {
+    return window.crypto.getRandomValues(new Uint8Array(n));
+  }
+
+  // ---- encryption --------------------------------------------------------
+
+  function aesKey(raw, usage) {
+    return subtle.importKey("raw", raw, { name: "AES-GCM" }, false, [usage]);
+  }
+
+  async function passwordKey(password, salt, iterations, usage) {
+    var base = await subtle.importKey("raw", new TextEncoder().encode(password), "PBKDF2", false, ["deriveKey"]);
+    return subtle.deriveKey(
+      { name: "PBKDF2", hash: "SHA-256", salt: salt, iterations: iterations },
+      base, { name: "AES-GCM", length: 256 }, false, [usage]);
+  }
+
+  // seal encrypts text, with password when it is not empty, else with a new
+  // random key. It returns the ciphertext text and the key for the fragment
+  // ("" in password mode).
+  async function seal(text, password) {
+    var fields, key, fragment = "";
+    if (password) {
+      var salt = randomBytes(16);
+      key = await passwordKey(password, salt, ITERATIONS, "encrypt");
+      fields = ["pn1", "p", String(ITERATIONS), b64uEncode(salt)];
+    } else {
+      var raw = randomBytes(32);
+      key = await aesKey(raw, "encrypt");
+      fields = ["pn1", "k"];
+      fragment = b64uEncode(raw);
+    }
+    var iv = randomBytes(12);
+    var data = await subtle.encrypt({ name: "AES-GCM", iv: iv }, key, new TextEncoder().encode(text));
+    fields.push(b64uEncode(iv), b64uEncode(new Uint8Array(data)));
+    return { text: fields.join("."), key: fragment };
+  }
+
+  // parse splits ciphertext text into its fields, or throws.
+  function parse(text) {
+    var f = text.trim().split(".");
+    if (f[0] === "pn1" && f[1] === "k" && f.length === 4) {
+      return { mode: "key", iv: b64uDecode(f[2]), data: b64uDecode(f[3]) };
+    }
+    if (f[0] === "pn1" && f[1] === "p" && f.length === 6 && /^[0-9]{1,9}$/.test(f[2])) {
+      var n = Number(f[2]);
+      if (n >= 1 && n <= MAX_ITERATIONS) {
+        return { mode: "password", iterations: n, salt: b64uDecode(f[3]), iv: b64uDecode(f[4]), data: b64uDecode(f[5]) };
+      }
+    }
+    throw new Error("This paste is not in a format this page can decrypt.");
+  }
+
+  // open decrypts a parsed paste with the fragment key or the password;
+  // any failure (bad key, wrong password, tampering) rejects with WRONG.
+  async function open(box, secret) {
+    try {
+      var key = box.mode === "key"
+        ? await aesKey(b64uDecode(secret), "decrypt")
+        : await passwordKey(secret, box.salt, box.iterations, "decrypt");
+      var plain = await subtle.decrypt({ name: "AES-GCM", iv: box.iv }, key, box.data);
+      return new TextDecoder("utf-8", { fatal: true }).decode(plain);
+    } catch (e) {
+      throw new Error(WRONG);
+    }
+  }
+
+  // ---- showing a paste ----------------------------------------------------
+
+  function showError(msg) {
+    var el = $("decrypt-error");
+    if (el) {
+      el.textContent = msg;
+      el.hidden = !msg;
+    }
+  }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    // Plain HTTP has no clipboard API; a selected textarea still copies.
+    return new Promise(function (resolve, reject) {
+      var ta = document.createElement("textarea");
+      ta.className = "offscreen";
+      ta.value = text;
+      ta.setAttribute("readonly", "");
+      document.body.appendChild(ta);
+      ta.select();
+      var ok = false;
+      try {
+        ok = document.execCommand("copy");
+      } catch (e) {
+        ok = false;
+      }
+      ta.remove();
+      if (ok) {
+        resolve();
+      } else {
+        reject(new Error("copy failed"));
+      }
+    });
+  }
+
+  // enableActions turns on the buttons that need the script, once #paste
+  // holds the text.
+  function enableActions(paste) {
+    var copy = $("copy");
+    if (copy && copy.hidden) {
+      copy.hidden = false;
+      copy.addEventListener("click", function () {
+        var label = copy.textContent;
+        copyText(paste.textContent).then(function () {
+          copy.textContent = "Copied";
+        }, function () {
+          copy.textContent = "Copy failed";
+        }).then(function () {
+          setTimeout(function () { copy.textContent = label; }, 1500);
+        });
+      });
+    }
+    var wrap = $("wrap");
+    if (wrap && wrap.hidden) {
+      wrap.hidden = false;
+      wrap.addEventListener("click", function () {
+        var on = paste.classList.toggle("wrap");
+        wrap.setAttribute("aria-pressed", String(on));
+      });
+    }
+    // Burned and encrypted pastes cannot be fetched again: the download is
+    // made from the text on the page.
+    var dl = $("download");
+    if (dl && dl.hasAttribute("data-from-page")) {
+      var blob = new Blob([paste.textContent], { type: "text/plain;charset=utf-8" });
+      dl.href = URL.createObjectURL(blob);
+      dl.hidden = false;
+    }
+  }
+
+  // decryptInto decrypts ciphertext text into paste: with the key from the
+  // URL fragment, or with a password asked for in #unlock-form, as often as
+  // the user retries.
+  function decryptInto(paste, text) {
+    var box;
+    try {
+      box = parse(text);
+    } catch (e) {
+      paste.textContent = "";
+      showError(e.message);
+      return;
+    }
+    var done = function (plain) {
+      showError("");
+      paste.textContent = plain;
+      paste.setAttribute("data-state", "decrypted");
+      enableActions(paste);
+    };
+
+    if (box.mode === "key") {
+      var key = location.hash.slice(1);
+      if (!key) {
+        paste.textContent = "";
+        showError("Could not decrypt: the link has no key (the part after #).");
+        return;
+      }
+      open(box, key).then(done, function (e) {
+        paste.textContent = "";
+        showError(e.message);
+      });
+      return;
+    }
+
+    var form = $("unlock-form");
+    var input = $("unlock-password");
+    var button = $("unlock");
+    paste.textContent = "Enter the password to decrypt this paste.";
+    form.hidden = false;
+    input.focus();
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      button.disabled = true;
+      showError("");
+      paste.textContent = "Decrypting…";
+      open(box, input.value).then(function (plain) {
+        form.hidden = true;
+        done(plain);
+      }, function (e) {
+        paste.textContent = "Enter the password to decrypt this paste.";
+        showError(e.message);
+        input.select();
+      }).then(function () {
+        button.disabled = false;
+      });
+    });
+  }
+
+  var NO_CRYPTO = "This browser cannot decrypt here: decryption needs a secure (HTTPS) page and WebCrypto.";
+
+  function initPaste() {
+    var paste = $("paste");
+    if (!paste) {
+      return;
+    }
+    var ct = $("ciphertext");
+    if (!ct) {
+      enableActions(paste);
+      return;
+    }
+    if (!subtle) {
+      paste.textContent = "";
+      showError(NO_CRYPTO);
+      return;
+    }
+    decryptInto(paste, ct.textContent);
+  }
+
+  // initBurn lets an encrypted burn paste be revealed by the script: the
+  // click fetches /raw/ID (which consumes it) and decrypts it on the page,
+  // so the key never leaves the browser. Plain burn pastes keep the form.
+  function initBurn() {
+    var form = $("reveal-form");
+    if (!form || form.getAttribute("data-encrypted") !== "true") {
+      return;
+    }
+    var button = $("reveal");
+    if (!subtle) {
+      // Revealing would destroy a paste that this page cannot decrypt.
+      button.disabled = true;
+      $("reveal-unavailable").hidden = false;
+      return;
+    }
+    form.addEventListener("submit", async function (ev) {
+      ev.preventDefault();
+      button.disabled = true;
+      var box = $("revealed");
+      var paste = $("paste");
+      if (!paste) {
+        paste = document.createElement("pre");
+        paste.id = "paste";
+        paste.className = "chroma";
+        box.appendChild(paste);
+      }
+      paste.textContent = "Decrypting…";
+      var text;
+      try {
+        var res = await request("/raw/" + encodeURIComponent(form.getAttribute("data-id")), { cache: "no-store" });
+        if (res.status === 404) {
+          throw new Error("This paste does not exist, has expired, or was already read.");
+        }
+        if (!res.ok) {
+          throw new Error("The server answered " + res.status + ": " + (await res.text()).trim());
+        }
+        text = await res.text();
+      } catch (e) {
+        paste.textContent = "";
+        box.hidden = false;
+        showError(e.message);
+        button.disabled = false;
+        return;
+      }
+      $("burn").hidden = true;
+      box.hidden = false;
+      decryptInto(paste, text);
+    });
+  }
+
+  // ---- the new-paste form -------------------------------------------------
+
+  function initForm() {
+    var form = $("new-paste");
+    if (!form) {
+      return;
+    }
+    var field = function (name) { return form.elements.namedItem(name); };
+    var content = field("content");
+    var encrypt = field("encrypt");
+    var password = field("password");
+    var submit = $("submit");
+    var error = $("form-error");
+
+    content.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
+        ev.preventDefault();
+        submit.click(); // runs validation and the submit handler, unlike form.submit()
+      }
+    });
+
+    // Without WebCrypto the server would store plaintext under an
+    // "encrypted" tick, so the option exists only where it works.
+    var sync = function () {
+      password.disabled = !encrypt.checked;
+      $("password-option").hidden = !encrypt.checked;
+    };
+    if (subtle) {
+      encrypt.disabled = false;
+      $("encrypt-option").hidden = false;
+      encrypt.addEventListener("change", sync);
+      sync();
+    }
+    window.addEventListener("pageshow", function () {
+      submit.disabled = false;
+      if (subtle) {
+        sync();
+      }
+    });
+
+    var fail = function (msg) {
+      error.textContent = msg;
+      error.hidden = false;
+      submit.disabled = false;
+      submit.textContent = "Create paste";
+    };
+
+    form.addEventListener("submit", async function (ev) {
+      if (!subtle || !encrypt.checked) {
+        submit.disabled = true; // the browser posts the form; no double paste
+        return;
+      }
+      ev.preventDefault();
+      error.hidden = true;
+      submit.disabled = true;
+      submit.textContent = "Encrypting…";
+      try {
+        var sealed = await seal(content.value, password.value);
+        submit.textContent = "Sending…";
+        var res = await request("/api/v1/pastes", {
+          method: "POST",
+          headers: { "Content-Type": "application/json", "Accept": "application/json" },
+          body: JSON.stringify({
+            content: sealed.text,
+            title: field("title").value,
+            lang: field("lang").value,
+            expire: field("expire").value,
+            burn: field("burn").checked,
+            encrypted: true
+          })
+        });
+        var body = await res.json().catch(function () { return null; });
+        if (!res.ok || !body || !body.id) {
+          throw new Error((body && body.error) || ("The server answered " + res.status + "."));
+        }
+        location.assign("/" + encodeURIComponent(body.id) + (sealed.key ? "#" + sealed.key : ""));
+      } catch (e) {
+        fail(e.message);
+      }
+    });
+  }
+
+  initForm();
+  initPaste();
+  initBurn();
+})();
