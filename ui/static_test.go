@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,27 @@ func TestStatic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAssetURLs checks that the pages ask for the assets by their current
+// version, which the handler lets browsers cache for good.
+func TestAssetURLs(t *testing.T) {
+	u := newUI(t, Options{})
+	var b strings.Builder
+	if err := u.Error(&b, 500, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	h := http.StripPrefix("/static/", u.Static())
+	for _, name := range []string{"app.css", "app.js"} {
+		m := regexp.MustCompile(`"(/static/` + regexp.QuoteMeta(name) + `\?v=[0-9a-f]+)"`).FindStringSubmatch(b.String())
+		if m == nil {
+			t.Fatalf("page does not link %s", name)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", m[1], nil))
+		if got := rec.Header().Get("Cache-Control"); rec.Code != 200 || !strings.Contains(got, "immutable") {
+			t.Errorf("GET %s: %d, Cache-Control %q; want 200 and immutable", m[1], rec.Code, got)
+		}
 	}
 }

@@ -30,7 +30,7 @@
     return document.getElementById(id);
   }
 
-  // ---- base64url and random bytes --------------------------------------
+  // ---- base64url and random bytes -----------------------------------------
 
   function b64uEncode(bytes) {
     var s = "";
@@ -51,16 +51,6 @@
       out[i] = bin.charCodeAt(i);
     }
     return out;
-  }
-
-  // request is fetch with a plain message when the server cannot be reached
-  // (each browser words that TypeError differently).
-  async function request(url, options) {
-    try {
-      return await fetch(url, options);
-    } catch (e) {
-      throw new Error("Could not reach the server.");
-    }
   }
 
   function randomBytes(n) {
@@ -104,21 +94,23 @@
   // parse splits ciphertext text into its fields, or throws.
   function parse(text) {
     var f = text.trim().split(".");
-    if (f[0] === "pn1" && f[1] === "k" && f.length === 4) {
-      return { mode: "key", iv: b64uDecode(f[2]), data: b64uDecode(f[3]) };
-    }
-    if (f[0] === "pn1" && f[1] === "p" && f.length === 6 && /^[0-9]{1,9}$/.test(f[2])) {
+    try {
+      if (f[0] === "pn1" && f[1] === "k" && f.length === 4) {
+        return { mode: "key", iv: b64uDecode(f[2]), data: b64uDecode(f[3]) };
+      }
       var n = Number(f[2]);
-      if (n >= 1 && n <= MAX_ITERATIONS) {
+      if (f[0] === "pn1" && f[1] === "p" && f.length === 6 && /^[0-9]{1,9}$/.test(f[2]) && n >= 1 && n <= MAX_ITERATIONS) {
         return { mode: "password", iterations: n, salt: b64uDecode(f[3]), iv: b64uDecode(f[4]), data: b64uDecode(f[5]) };
       }
+    } catch (e) {
+      // a field that is not base64url: fall through to the message
     }
-    throw new Error("This paste is not in a format this page can decrypt.");
+    throw new Error("Could not decrypt: this paste is not in a format this page knows.");
   }
 
-  // open decrypts a parsed paste with the fragment key or the password;
+  // unseal decrypts a parsed paste with the fragment key or the password;
   // any failure (bad key, wrong password, tampering) rejects with WRONG.
-  async function open(box, secret) {
+  async function unseal(box, secret) {
     try {
       var key = box.mode === "key"
         ? await aesKey(b64uDecode(secret), "decrypt")
@@ -131,6 +123,16 @@
   }
 
   // ---- showing a paste ----------------------------------------------------
+
+  // request is fetch with a plain message when the server cannot be reached
+  // (each browser words that TypeError differently).
+  async function request(url, options) {
+    try {
+      return await fetch(url, options);
+    } catch (e) {
+      throw new Error("Could not reach the server.");
+    }
+  }
 
   function showError(msg) {
     var el = $("decrypt-error");
@@ -222,16 +224,22 @@
     };
 
     if (box.mode === "key") {
+      var fail = function (msg) {
+        paste.textContent = "";
+        showError(msg);
+        // A key pasted into the address bar changes only the fragment,
+        // which does not reload the page. Retry with it (never on a burn
+        // page: there the ciphertext is already gone from the server).
+        if ($("ciphertext")) {
+          window.addEventListener("hashchange", function () { location.reload(); }, { once: true });
+        }
+      };
       var key = location.hash.slice(1);
       if (!key) {
-        paste.textContent = "";
-        showError("Could not decrypt: the link has no key (the part after #).");
+        fail("Could not decrypt: the link has no key (the part after #).");
         return;
       }
-      open(box, key).then(done, function (e) {
-        paste.textContent = "";
-        showError(e.message);
-      });
+      unseal(box, key).then(done, function (e) { fail(e.message); });
       return;
     }
 
@@ -246,7 +254,7 @@
       button.disabled = true;
       showError("");
       paste.textContent = "Decrypting…";
-      open(box, input.value).then(function (plain) {
+      unseal(box, input.value).then(function (plain) {
         form.hidden = true;
         done(plain);
       }, function (e) {
@@ -306,9 +314,9 @@
         box.appendChild(paste);
       }
       paste.textContent = "Decrypting…";
-      var text;
+      var text, res;
       try {
-        var res = await request("/raw/" + encodeURIComponent(form.getAttribute("data-id")), { cache: "no-store" });
+        res = await request("/raw/" + encodeURIComponent(form.getAttribute("data-id")), { cache: "no-store" });
         if (res.status === 404) {
           throw new Error("This paste does not exist, has expired, or was already read.");
         }
@@ -320,7 +328,7 @@
         paste.textContent = "";
         box.hidden = false;
         showError(e.message);
-        button.disabled = false;
+        button.disabled = res !== undefined && res.status === 404; // retry unless it is gone
         return;
       }
       $("burn").hidden = true;
@@ -362,8 +370,15 @@
       encrypt.addEventListener("change", sync);
       sync();
     }
-    window.addEventListener("pageshow", function () {
+    var label = submit.textContent;
+    var ready = function () {
       submit.disabled = false;
+      submit.textContent = label;
+    };
+    // Back from the new paste, the browser may show this page as it was
+    // left: busy, or with the encrypt box ticked by its form restore.
+    window.addEventListener("pageshow", function () {
+      ready();
       if (subtle) {
         sync();
       }
@@ -372,8 +387,7 @@
     var fail = function (msg) {
       error.textContent = msg;
       error.hidden = false;
-      submit.disabled = false;
-      submit.textContent = "Create paste";
+      ready();
     };
 
     form.addEventListener("submit", async function (ev) {
