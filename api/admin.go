@@ -30,7 +30,9 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Node.LastContactMs = -1
 	}
 	if s.cfg.Cluster != nil {
-		st.Members = s.cfg.Cluster.Members()
+		for _, m := range s.cfg.Cluster.Members() {
+			st.Members = append(st.Members, Member(m))
+		}
 	}
 	st.Store.Pastes, st.Store.Bytes = s.cfg.Store.Stats()
 	writeJSON(w, http.StatusOK, st)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
@@ -40,6 +41,10 @@ func statusOf(err error) (int, string) {
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
 	case errors.Is(err, node.ErrClosed):
 		return http.StatusServiceUnavailable, "node is shutting down, retry on another node"
+	case errors.Is(err, cluster.ErrUnknownNode):
+		return http.StatusNotFound, err.Error()
+	case errors.Is(err, cluster.ErrJoin):
+		return http.StatusBadGateway, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, "request timed out, retry later"
 	}

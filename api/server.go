@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
@@ -45,7 +46,7 @@ type Store interface {
 
 // Cluster is gossip membership, as the admin calls need it.
 type Cluster interface {
-	Members() []Member
+	Members() []cluster.Member
 	Join(ctx context.Context, addrs []string) error
 	Remove(ctx context.Context, id string) error
 }

@@ -23,6 +23,10 @@ func newHclog(l *slog.Logger, level hclog.Level) hclog.Logger {
 	return &hclogAdapter{l: l, level: level}
 }
 
+// HCLogger returns an hclog.Logger that writes warnings and errors to l,
+// for the HashiCorp libraries that log through hclog.
+func HCLogger(l *slog.Logger) hclog.Logger { return newHclog(l, hclog.Warn) }
+
 var hclogToSlog = map[hclog.Level]slog.Level{
 	hclog.Trace: slog.LevelDebug - 4,
 	hclog.Debug: slog.LevelDebug,

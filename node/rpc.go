@@ -66,6 +66,7 @@ func (n *Node) rpcServer() *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /internal/v1/apply", n.handleApply)
 	mux.HandleFunc("GET /internal/v1/read-index", n.handleReadIndex)
+	mux.HandleFunc("GET /internal/v1/stats", n.handleStats)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
@@ -44,12 +45,40 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		}
 	}()
 
+	httpPort := portOf(c.HTTPAddr)
+	cl, err := cluster.New(cluster.Config{
+		Node:            n,
+		GossipAddr:      c.GossipAddr,
+		AdvertiseHost:   c.AdvertiseHost,
+		Join:            c.Join,
+		ClusterKey:      c.ClusterKey,
+		BootstrapExpect: c.BootstrapExpect,
+		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, raftPort),
+		APIAddr:         net.JoinHostPort(c.AdvertiseHost, httpPort),
+		Version:         version,
+		Logger:          log,
+		TimeScale:       c.TimeScale,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	if err := cl.Start(ctx); err != nil {
+		return err
+	}
+	// Leave gossip before Raft stops (deferred calls run last first).
+	defer func() {
+		if err := cl.Close(); err != nil {
+			log.Warn("leave gossip", "err", err)
+		}
+	}()
+
 	pages, err := ui.New(ui.Options{})
 	if err != nil {
 		return err
 	}
 	apiServer, err := api.NewServer(api.Config{
 		Store:        store{n},
+		Cluster:      cl,
 		UI:           pages,
 		Logger:       log,
 		Version:      version,

@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// bootstrapLoop forms a new cluster once BootstrapExpect nodes see each
+// other, with no special first node. Consul bootstraps as soon as a node
+// counts N peers, which lets two nodes that saw different sets bootstrap
+// different configurations. Here every node first advertises the set it
+// would bootstrap (as a hash), and bootstraps only when all N advertise
+// the same set, none has Raft state, and that has held for a settle time.
+// Identical configurations bootstrapped on every node are safe.
+func (c *Cluster) bootstrapLoop() {
+	expect := c.cfg.BootstrapExpect
+	if expect < 2 {
+		return
+	}
+	settle := time.Duration(float64(2*time.Second) * c.cfg.TimeScale)
+	tick := time.NewTicker(time.Duration(float64(200*time.Millisecond) * c.cfg.TimeScale))
+	defer tick.Stop()
+	var agreedSince time.Time
+	var agreed string
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		}
+		if c.node.HasState() {
+			c.setMeta(func(m *meta) { m.HasState, m.Proposal = true, "" })
+			return
+		}
+		servers, proposals, existing := c.bootstrapView(expect)
+		if existing {
+			agreedSince = time.Time{}
+			continue // a cluster exists: wait for its leader to add us
+		}
+		if servers == nil {
+			c.setMeta(func(m *meta) { m.Proposal = "" })
+			agreedSince = time.Time{}
+			continue
+		}
+		hash := proposalHash(servers)
+		c.setMeta(func(m *meta) { m.Proposal = hash })
+		if !allEqual(proposals, hash) {
+			agreedSince = time.Time{}
+			continue
+		}
+		if agreedSince.IsZero() || agreed != hash {
+			agreedSince, agreed = time.Now(), hash
+			continue
+		}
+		if time.Since(agreedSince) < settle {
+			continue
+		}
+		c.log.Info("bootstrapping cluster", "expect", expect, "servers", serverIDs(servers))
+		if err := c.node.Bootstrap(servers); err != nil {
+			c.log.Error("bootstrap failed", "err", err)
+			continue
+		}
+		c.setMeta(func(m *meta) { m.HasState, m.Proposal = true, "" })
+		return
+	}
+}
+
+// bootstrapView returns, from the live gossip members: the servers to
+// bootstrap when exactly expect members want to bootstrap with the same
+// expect (else nil); what each of them proposes; and whether any member
+// already has Raft state.
+func (c *Cluster) bootstrapView(expect int) (servers []raft.Server, proposals []string, existing bool) {
+	for _, n := range c.ml.Members() {
+		if n.State != memberlist.StateAlive {
+			continue
+		}
+		var m meta
+		if n.Name == c.node.ID() {
+			c.mu.Lock()
+			m = c.self
+			c.mu.Unlock()
+		} else if err := msgpack.Unmarshal(n.Meta, &m); err != nil {
+			continue
+		}
+		if m.HasState {
+			return nil, nil, true
+		}
+		if m.Expect != expect {
+			continue
+		}
+		servers = append(servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(n.Name), Address: raft.ServerAddress(m.RaftAddr),
+		})
+		proposals = append(proposals, m.Proposal)
+	}
+	if len(servers) != expect {
+		if len(servers) > expect {
+			c.log.Warn("more nodes than --bootstrap-expect want to bootstrap; waiting", "expect", expect, "seen", len(servers))
+		}
+		return nil, nil, false
+	}
+	slices.SortFunc(servers, func(a, b raft.Server) int { return cmpString(string(a.ID), string(b.ID)) })
+	return servers, proposals, false
+}
+
+func proposalHash(servers []raft.Server) string {
+	h := sha256.New()
+	for _, s := range servers {
+		h.Write([]byte(string(s.ID) + "\x00" + string(s.Address) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+func allEqual(xs []string, want string) bool {
+	for _, x := range xs {
+		if x != want {
+			return false
+		}
+	}
+	return true
+}
+
+func serverIDs(servers []raft.Server) string {
+	ids := make([]string, len(servers))
+	for i, s := range servers {
+		ids[i] = string(s.ID)
+	}
+	return strings.Join(ids, ",")
+}

@@ -1,0 +1,360 @@
+// Package cluster owns gossip membership (hashicorp/memberlist): node
+// metadata, join and leave events, bootstrapping a new cluster of
+// --bootstrap-expect nodes together, and, on the leader, reconciling live
+// members into Raft voters with hashicorp/raft-autopilot.
+//
+// Gossip decides who may be added; it never removes anyone. A node that
+// stops, crashes or leaves stays a voter, so a rolling restart never shrinks
+// the cluster. Only an operator removes a node, through a replicated command
+// that also keeps gossip from adding it back.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
+)
+
+// Errors returned by Cluster methods.
+var (
+	// ErrUnknownNode means no node with that id is known to Raft or gossip.
+	ErrUnknownNode = errors.New("unknown node id")
+	// ErrJoin means none of the seeds answered.
+	ErrJoin = errors.New("could not reach any seed")
+)
+
+// Node is what the cluster needs of the local Raft node.
+type Node interface {
+	ID() string
+	Raft() *raft.Raft
+	HasState() bool
+	IsLeader() bool
+	Bootstrap(servers []raft.Server) error
+	Servers() ([]node.Server, error)
+	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+	FSM() *fsm.FSM
+	LocalStats() node.ServerStats
+	PeerStats(ctx context.Context, raftAddr string) (node.ServerStats, error)
+}
+
+// Config configures a Cluster.
+type Config struct {
+	Node            Node
+	GossipAddr      string   // bind host:port, TCP and UDP
+	AdvertiseHost   string   // what peers dial; resolved to an IP at start
+	Join            []string // seeds host:port
+	ClusterKey      []byte   // nil, or 16, 24 or 32 bytes: encrypts gossip
+	BootstrapExpect int
+	RaftAddr        string // advertised Raft address, for the metadata
+	APIAddr         string // advertised HTTP address, for the metadata
+	Version         string
+	Logger          *slog.Logger
+	// TimeScale below 1 selects memberlist's fast local timings and shortens
+	// autopilot's stabilisation time, for tests.
+	TimeScale float64
+}
+
+// Validate checks c and fills in defaults.
+func (c *Config) Validate() error {
+	if c.Node == nil {
+		return errors.New("cluster: no node")
+	}
+	if _, _, err := net.SplitHostPort(c.GossipAddr); err != nil {
+		return fmt.Errorf("gossip addr %q: %w", c.GossipAddr, err)
+	}
+	switch len(c.ClusterKey) {
+	case 0, 16, 24, 32:
+	default:
+		return fmt.Errorf("cluster key is %d bytes, want 16, 24 or 32", len(c.ClusterKey))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.TimeScale <= 0 {
+		c.TimeScale = 1
+	}
+	return nil
+}
+
+// meta is what every node advertises in gossip. It must stay well under
+// memberlist's 512-byte limit.
+type meta struct {
+	RaftAddr string `msgpack:"r"`
+	APIAddr  string `msgpack:"a"`
+	Version  string `msgpack:"v"`
+	Expect   int    `msgpack:"e"`
+	HasState bool   `msgpack:"s"`
+	Proposal string `msgpack:"p,omitempty"` // hash of the bootstrap set this node proposes
+}
+
+// member is a node as gossip last described it.
+type member struct {
+	meta       meta
+	gossipAddr string
+	state      string // alive, suspect, dead, left
+}
+
+// Member is one node of the cluster, merged from Raft and gossip.
+type Member struct {
+	ID         string
+	APIAddr    string
+	RaftAddr   string
+	GossipAddr string
+	Gossip     string // alive, suspect, dead, left, or unknown
+	Suffrage   string // voter, nonvoter, or none
+	Leader     bool
+}
+
+// Cluster is this node's view of gossip membership.
+type Cluster struct {
+	cfg  Config
+	log  *slog.Logger
+	node Node
+	ml   *memberlist.Memberlist
+
+	mu      sync.Mutex
+	self    meta
+	members map[string]*member
+
+	wake chan struct{} // nudges the leader's reconcile after gossip events
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+// New returns a cluster for cfg. It starts nothing: call Start.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Cluster{
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "cluster"),
+		node: cfg.Node,
+		self: meta{
+			RaftAddr: cfg.RaftAddr,
+			APIAddr:  cfg.APIAddr,
+			Version:  cfg.Version,
+			Expect:   cfg.BootstrapExpect,
+		},
+		members: make(map[string]*member),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}, nil
+}
+
+// Start joins gossip and starts the background work: seeds, bootstrap and
+// the leader's reconciliation.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.self.HasState = c.node.HasState()
+	mc, err := c.memberlistConfig()
+	if err != nil {
+		return err
+	}
+	c.ml, err = memberlist.Create(mc)
+	if err != nil {
+		return fmt.Errorf("start gossip: %w", err)
+	}
+	c.wg.Add(4)
+	go func() { defer c.wg.Done(); c.joinLoop() }()
+	go func() { defer c.wg.Done(); c.bootstrapLoop() }()
+	go func() { defer c.wg.Done(); c.leaderLoop() }()
+	go func() { defer c.wg.Done(); c.removedLoop() }()
+	c.log.Info("gossip started", "addr", c.cfg.GossipAddr, "seeds", c.cfg.Join, "encrypted", len(c.cfg.ClusterKey) > 0)
+	return nil
+}
+
+func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
+	mc := memberlist.DefaultLANConfig()
+	if c.cfg.TimeScale < 1 {
+		mc = memberlist.DefaultLocalConfig()
+	}
+	host, portStr, _ := net.SplitHostPort(c.cfg.GossipAddr)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("gossip port %q: %w", portStr, err)
+	}
+	mc.Name = c.node.ID()
+	mc.BindAddr = host
+	mc.BindPort = port
+	mc.AdvertisePort = port
+	adv := c.cfg.AdvertiseHost
+	if adv == "" {
+		adv = host
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), adv)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("resolve advertise host %q: %v", adv, err)
+	}
+	if ips[0].IP.IsUnspecified() {
+		return nil, fmt.Errorf("advertise host %q: peers cannot dial an unspecified address", adv)
+	}
+	mc.AdvertiseAddr = ips[0].IP.String()
+	if len(c.cfg.ClusterKey) > 0 {
+		mc.SecretKey = c.cfg.ClusterKey
+	}
+	mc.Label = "pastenode"
+	mc.DeadNodeReclaimTime = 30 * time.Second
+	mc.Events = (*events)(c)
+	mc.Delegate = (*delegate)(c)
+	mc.Logger = newMemberlistLogger(c.cfg.Logger.With("component", "gossip"))
+	return mc, nil
+}
+
+// Close leaves gossip gracefully and stops the background work.
+func (c *Cluster) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.stop)
+		if c.ml != nil {
+			if e := c.ml.Leave(2 * time.Second); e != nil {
+				c.log.Warn("gossip leave", "err", e)
+			}
+			err = c.ml.Shutdown()
+		}
+		c.wg.Wait()
+	})
+	return err
+}
+
+// Join joins the gossip cluster of the seeds. The leader then adds this
+// node to Raft.
+func (c *Cluster) Join(ctx context.Context, seeds []string) error {
+	n, err := c.ml.Join(seeds)
+	if n == 0 {
+		return fmt.Errorf("%w %v: %v", ErrJoin, seeds, err)
+	}
+	c.log.Info("joined gossip", "seeds", seeds, "contacted", n)
+	return nil
+}
+
+// Members returns every node Raft or gossip knows, sorted by id.
+func (c *Cluster) Members() []Member {
+	servers, _ := c.node.Servers()
+	_, leaderID := c.node.Raft().LeaderWithID()
+	suspect := map[string]bool{}
+	if c.ml != nil {
+		for _, m := range c.ml.Members() {
+			if m.State == memberlist.StateSuspect {
+				suspect[m.Name] = true
+			}
+		}
+	}
+
+	c.mu.Lock()
+	byID := map[string]*Member{}
+	get := func(id string) *Member {
+		m, ok := byID[id]
+		if !ok {
+			m = &Member{ID: id, Gossip: "unknown", Suffrage: "none", Leader: id == string(leaderID)}
+			byID[id] = m
+		}
+		return m
+	}
+	for id, g := range c.members {
+		m := get(id)
+		m.APIAddr, m.RaftAddr, m.GossipAddr, m.Gossip = g.meta.APIAddr, g.meta.RaftAddr, g.gossipAddr, g.state
+		if suspect[id] && g.state == "alive" {
+			m.Gossip = "suspect"
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range servers {
+		m := get(s.ID)
+		m.Suffrage = s.Suffrage
+		if m.RaftAddr == "" {
+			m.RaftAddr = s.Addr
+		}
+	}
+	out := make([]Member, 0, len(byID))
+	for _, m := range byID {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.ID, b.ID) })
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// setMeta changes this node's advertised metadata and gossips it.
+func (c *Cluster) setMeta(change func(*meta)) {
+	c.mu.Lock()
+	before := c.self
+	change(&c.self)
+	changed := c.self != before
+	c.mu.Unlock()
+	if changed && c.ml != nil {
+		if err := c.ml.UpdateNode(5 * time.Second); err != nil {
+			c.log.Warn("gossip metadata update", "err", err)
+		}
+	}
+}
+
+// delegate gives memberlist this node's metadata.
+type delegate Cluster
+
+func (d *delegate) NodeMeta(limit int) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, err := msgpack.Marshal(&d.self)
+	if err != nil || len(b) > limit {
+		d.log.Error("node metadata does not fit", "bytes", len(b), "limit", limit, "err", err)
+		return nil
+	}
+	return b
+}
+
+func (d *delegate) NotifyMsg([]byte)                           {}
+func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (d *delegate) LocalState(join bool) []byte                { return nil }
+func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// events records gossip changes. Memberlist calls it in order and waits for
+// it, so it only updates the map and nudges the reconcile loop.
+type events Cluster
+
+func (e *events) NotifyJoin(n *memberlist.Node)   { e.record(n, "alive") }
+func (e *events) NotifyUpdate(n *memberlist.Node) { e.record(n, "alive") }
+func (e *events) NotifyLeave(n *memberlist.Node) {
+	state := "dead"
+	if n.State == memberlist.StateLeft {
+		state = "left"
+	}
+	e.record(n, state)
+}
+
+func (e *events) record(n *memberlist.Node, state string) {
+	var m meta
+	if err := msgpack.Unmarshal(n.Meta, &m); err != nil {
+		e.log.Warn("ignoring gossip member with unreadable metadata", "member", n.Name, "err", err)
+		return
+	}
+	e.mu.Lock()
+	e.members[n.Name] = &member{meta: m, gossipAddr: n.Address(), state: state}
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}

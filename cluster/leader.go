@@ -1,0 +1,295 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
+
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
+)
+
+// joinLoop joins the seeds, retrying with backoff until one answers, then
+// keeps re-joining any seed that is not a live member, so that a partition
+// longer than memberlist's memory of dead nodes still heals.
+func (c *Cluster) joinLoop() {
+	if len(c.cfg.Join) == 0 {
+		return
+	}
+	backoff := 500 * time.Millisecond
+	joined := false
+	for {
+		if !joined || c.missingSeed() {
+			n, err := c.ml.Join(c.cfg.Join)
+			if n > 0 {
+				if !joined {
+					c.log.Info("joined gossip", "seeds", c.cfg.Join, "contacted", n)
+				}
+				joined, backoff = true, 30*time.Second
+			} else {
+				c.log.Warn("no seed answered, retrying", "seeds", c.cfg.Join, "in", backoff, "err", err)
+				backoff = min(2*backoff, 10*time.Second)
+			}
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// missingSeed reports whether some seed address is not a live member.
+func (c *Cluster) missingSeed() bool {
+	alive := map[string]bool{}
+	for _, m := range c.ml.Members() {
+		alive[m.Address()] = true
+	}
+	for _, s := range c.cfg.Join {
+		if !alive[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderLoop runs autopilot and the reconciliation of gossip into Raft
+// while this node leads, and stops them when it does not.
+func (c *Cluster) leaderLoop() {
+	ap := autopilot.New(c.node.Raft(), (*apDelegate)(c),
+		autopilot.WithLogger(node.HCLogger(c.cfg.Logger.With("component", "autopilot"))),
+		autopilot.WithReconcileInterval(c.scaled(time.Second)),
+		autopilot.WithUpdateInterval(c.scaled(time.Second)))
+	tick := time.NewTicker(c.scaled(500 * time.Millisecond))
+	defer tick.Stop()
+	var stopAP func()
+	defer func() {
+		if stopAP != nil {
+			stopAP()
+		}
+	}()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		case <-c.wake:
+		}
+		if !c.node.IsLeader() {
+			if stopAP != nil {
+				stopAP()
+				stopAP = nil
+			}
+			continue
+		}
+		if stopAP == nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			ap.Start(ctx)
+			stopAP = func() { cancel(); <-ap.Stop() }
+			c.log.Info("autopilot started")
+		}
+		c.reconcile(ap)
+	}
+}
+
+func (c *Cluster) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.cfg.TimeScale)
+}
+
+// reconcile adds live gossip members that Raft does not have (autopilot
+// adds them as non-voters and promotes them once healthy) and removes the
+// servers an operator removed. It never removes a server for being dead.
+func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
+	servers, err := c.node.Servers()
+	if err != nil {
+		return
+	}
+	inRaft := map[string]string{}
+	for _, s := range servers {
+		inRaft[s.ID] = s.Addr
+	}
+	fsmState := c.node.FSM()
+	for _, s := range servers {
+		if !fsmState.Removed(s.ID) {
+			continue
+		}
+		if s.ID == c.node.ID() {
+			// A leader cannot remove itself cleanly: hand over first, the
+			// next leader removes us.
+			_ = c.node.Raft().LeadershipTransfer().Error()
+			return
+		}
+		if err := ap.RemoveServer(raft.ServerID(s.ID)); err != nil {
+			c.log.Warn("remove server", "id", s.ID, "err", err)
+		} else {
+			c.log.Info("removed server from raft", "id", s.ID)
+		}
+	}
+	c.mu.Lock()
+	var add []*autopilot.Server
+	for id, m := range c.members {
+		if m.state != "alive" || m.meta.RaftAddr == "" || fsmState.Removed(id) {
+			continue
+		}
+		if addr, ok := inRaft[id]; ok && addr == m.meta.RaftAddr {
+			continue
+		}
+		add = append(add, &autopilot.Server{
+			ID: raft.ServerID(id), Name: id, Address: raft.ServerAddress(m.meta.RaftAddr),
+			NodeStatus: autopilot.NodeAlive, Version: m.meta.Version,
+		})
+	}
+	c.mu.Unlock()
+	for _, s := range add {
+		if err := ap.AddServer(s); err != nil {
+			c.log.Warn("add server", "id", s.ID, "err", err)
+		} else {
+			c.log.Info("added server to raft", "id", s.ID, "addr", s.Address)
+		}
+	}
+}
+
+// removedLoop makes a node that an operator removed leave gossip, so that
+// it stops showing up as a live member.
+func (c *Cluster) removedLoop() {
+	tick := time.NewTicker(c.scaled(500 * time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		}
+		if c.node.FSM().Removed(c.node.ID()) && !c.node.IsLeader() {
+			c.log.Warn("this node was removed from the cluster by an operator; leaving gossip")
+			if err := c.ml.Leave(2 * time.Second); err != nil {
+				c.log.Warn("gossip leave", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// Remove takes node id out of the cluster: a replicated command records it
+// as removed (so gossip cannot add it back) and the leader drops it from
+// Raft. It returns once this node's view of Raft no longer has it.
+func (c *Cluster) Remove(ctx context.Context, id string) error {
+	if !c.known(id) {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	res, err := c.node.Apply(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, ID: id})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	c.wakeUp()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for {
+		if !c.inRaft(id) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s is marked removed but still in the raft configuration: %w", id, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cluster) known(id string) bool {
+	c.mu.Lock()
+	_, ok := c.members[id]
+	c.mu.Unlock()
+	return ok || c.inRaft(id)
+}
+
+func (c *Cluster) inRaft(id string) bool {
+	servers, _ := c.node.Servers()
+	for _, s := range servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// apDelegate is autopilot's view of the application.
+type apDelegate Cluster
+
+func (d *apDelegate) AutopilotConfig() *autopilot.Config {
+	c := (*Cluster)(d)
+	return &autopilot.Config{
+		CleanupDeadServers:      false, // only an operator removes a node
+		LastContactThreshold:    c.scaled(2 * time.Second),
+		MaxTrailingLogs:         500,
+		ServerStabilizationTime: c.scaled(5 * time.Second),
+	}
+}
+
+func (d *apDelegate) NotifyState(*autopilot.State) {}
+
+func (d *apDelegate) FetchServerStats(ctx context.Context, servers map[raft.ServerID]*autopilot.Server) map[raft.ServerID]*autopilot.ServerStats {
+	c := (*Cluster)(d)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := make(map[raft.ServerID]*autopilot.ServerStats, len(servers))
+	for id, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st node.ServerStats
+			if string(id) == c.node.ID() {
+				st = c.node.LocalStats()
+			} else {
+				var err error
+				if st, err = c.node.PeerStats(ctx, string(s.Address)); err != nil {
+					return
+				}
+			}
+			mu.Lock()
+			out[id] = &autopilot.ServerStats{LastContact: st.LastContact, LastTerm: st.LastTerm, LastIndex: st.LastIndex}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (d *apDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
+	c := (*Cluster)(d)
+	_, leader := c.node.Raft().LeaderWithID()
+	out := map[raft.ServerID]*autopilot.Server{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, m := range c.members {
+		status := autopilot.NodeAlive
+		switch m.state {
+		case "dead":
+			status = autopilot.NodeFailed
+		case "left":
+			status = autopilot.NodeLeft
+		}
+		out[raft.ServerID(id)] = &autopilot.Server{
+			ID: raft.ServerID(id), Name: id, Address: raft.ServerAddress(m.meta.RaftAddr),
+			NodeStatus: status, Version: m.meta.Version, RaftVersion: raft.ProtocolVersionMax,
+			IsLeader: raft.ServerID(id) == leader,
+		}
+	}
+	return out
+}
+
+func (d *apDelegate) RemoveFailedServer(*autopilot.Server) {}

@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// HasState reports whether this node is part of a cluster already: it has
+// a Raft configuration, from a bootstrap or from a leader that added it.
+func (n *Node) HasState() bool {
+	f := n.raft.GetConfiguration()
+	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// IsLeader reports whether this node leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// ServerStats are what autopilot needs to judge a server's health.
+type ServerStats struct {
+	LastContact time.Duration `msgpack:"c"` // -1: never
+	LastTerm    uint64        `msgpack:"t"`
+	LastIndex   uint64        `msgpack:"i"`
+}
+
+// LocalStats returns this node's ServerStats.
+func (n *Node) LocalStats() ServerStats {
+	st := n.raft.Stats()
+	s := ServerStats{LastContact: -1}
+	s.LastTerm, _ = strconv.ParseUint(st["last_log_term"], 10, 64)
+	s.LastIndex, _ = strconv.ParseUint(st["last_log_index"], 10, 64)
+	switch c := st["last_contact"]; c {
+	case "never":
+	case "0":
+		s.LastContact = 0
+	default:
+		if d, err := time.ParseDuration(c); err == nil {
+			s.LastContact = d
+		}
+	}
+	if n.raft.State() == raft.Leader {
+		s.LastContact = 0
+	}
+	return s
+}
+
+// PeerStats asks the node at raftAddr for its ServerStats.
+func (n *Node) PeerStats(ctx context.Context, raftAddr string) (ServerStats, error) {
+	var s ServerStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/internal/v1/stats", nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("stats from %s: %w", raftAddr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("stats from %s: %s", raftAddr, resp.Status)
+	}
+	if err := msgpack.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("stats from %s: %w", raftAddr, err)
+	}
+	return s, nil
+}
+
+func (n *Node) handleStats(w http.ResponseWriter, r *http.Request) {
+	s := n.LocalStats()
+	writeMsgpack(w, &s)
+}
