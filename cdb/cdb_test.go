@@ -146,7 +146,7 @@ func TestManyKeys(t *testing.T) {
 	const n = 100_000
 	records := make([]record, n)
 	for i := range records {
-		records[i] = record{fmt.Sprintf("paste/%08x", i*2654435761), fmt.Sprint(i)}
+		records[i] = record{fmt.Sprintf("paste/%08x", uint32(i)*2654435761), fmt.Sprint(i)}
 	}
 	r, err := NewReader(writeCDB(t, records))
 	if err != nil {

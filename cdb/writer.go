@@ -21,6 +21,7 @@ type Writer struct {
 	limit uint64 // largest file size allowed; lowered by tests
 	slots []slot // one per record, in the order they were put
 	err   error  // first failure, or ErrClosed; returned by later calls
+	hdr   [8]byte
 }
 
 // slot is one hash table entry: the hash of a key and the offset of its
@@ -60,10 +61,11 @@ func (w *Writer) Put(key, value []byte) error {
 	if end+16*uint64(len(w.slots)+1) > w.limit {
 		return fmt.Errorf("put %d-byte record at offset %d: %w", end-w.pos, w.pos, ErrTooLarge)
 	}
-	var hdr [8]byte
-	binary.LittleEndian.PutUint32(hdr[0:], uint32(len(key)))
-	binary.LittleEndian.PutUint32(hdr[4:], uint32(len(value)))
-	if err := w.write(hdr[:], key, value); err != nil {
+	// The record header lives in the Writer: a local array would escape
+	// through bufio and cost an allocation per record.
+	binary.LittleEndian.PutUint32(w.hdr[0:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(w.hdr[4:], uint32(len(value)))
+	if err := w.write(w.hdr[:], key, value); err != nil {
 		return err
 	}
 	w.slots = append(w.slots, slot{hash: h, off: uint32(w.pos)})
