@@ -1,0 +1,240 @@
+package cdb
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// ArchiveWriter writes a kawipiko-2022a archive: a CDB file that
+// kawipiko-server and Archive can serve. Identical bodies and identical
+// metadata blocks are stored once and shared by every path that uses
+// them. An ArchiveWriter is not safe for concurrent use.
+type ArchiveWriter struct {
+	w      *Writer
+	lastID int                      // the counter shared by m… and d… ids
+	metas  map[[sha256.Size]byte]id // metadata block hash → its m… id
+	bodies map[[sha256.Size]byte]id // body hash → its d… id
+	keys   map[string]struct{}      // every f: and r: key written
+	files  []string                 // paths of the f: keys, for F0000001
+	redir  []string                 // paths of the r: keys, for R0000001
+	closed bool
+}
+
+// id is an 8-byte record id such as m0000001 or d000000a.
+type id [8]byte
+
+// NewArchive starts an archive at the current position of w and writes
+// its schema record.
+func NewArchive(w io.WriteSeeker) (*ArchiveWriter, error) {
+	cw, err := NewWriter(w)
+	if err != nil {
+		return nil, err
+	}
+	if err := cw.Put([]byte(schemaKey), []byte(schemaVersion)); err != nil {
+		return nil, err
+	}
+	return &ArchiveWriter{
+		w:      cw,
+		metas:  make(map[[sha256.Size]byte]id),
+		bodies: make(map[[sha256.Size]byte]id),
+		keys:   make(map[string]struct{}),
+	}, nil
+}
+
+// AddFile stores body under path with the given status and headers. The
+// body is stored as given: if it is compressed, headers must say so with
+// Content-Encoding (see Compress). Headers are written in the given order
+// after the status; their names must be in kawipiko's built-in list
+// (matched case-insensitively) and Content-Length is refused, because the
+// server computes it.
+//
+// A path is "/" followed by the rest of the request path, or "://host/…"
+// to match only requests with that Host header. Paths under /__/ are
+// valid but hidden by the server's built-in pages.
+func (a *ArchiveWriter) AddFile(path string, status int, headers []Header, body []byte) error {
+	return a.add('f', path, status, headers, body)
+}
+
+// AddRedirect stores a redirect from path to location with status 301,
+// 302, 303, 307 or 308, and an empty body.
+func (a *ArchiveWriter) AddRedirect(path, location string, status int) error {
+	switch status {
+	case 301, 302, 303, 307, 308:
+	default:
+		return fmt.Errorf("redirect %s: status %d is not 301, 302, 303, 307 or 308: %w", path, status, ErrInvalidHeader)
+	}
+	return a.add('r', path, status, []Header{{Name: "Location", Value: location}}, nil)
+}
+
+func (a *ArchiveWriter) add(ns byte, path string, status int, headers []Header, body []byte) error {
+	if a.closed {
+		return ErrClosed
+	}
+	if err := checkPath(path); err != nil {
+		return err
+	}
+	key := string(ns) + ":" + path
+	if _, dup := a.keys[key]; dup {
+		return fmt.Errorf("%s: %w", key, ErrDuplicatePath)
+	}
+	if hashString(key) == 0 {
+		return fmt.Errorf("%s: %w", key, ErrZeroHash)
+	}
+	meta, err := encodeMeta(status, headers)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	mid, err := a.store(a.metas, 'm', meta)
+	if err != nil {
+		return err
+	}
+	did, err := a.store(a.bodies, 'd', body)
+	if err != nil {
+		return err
+	}
+	if err := a.w.Put([]byte(key), append(mid[:], did[:]...)); err != nil {
+		return err
+	}
+	a.keys[key] = struct{}{}
+	if ns == 'f' {
+		a.files = append(a.files, path)
+	} else {
+		a.redir = append(a.redir, path)
+	}
+	return nil
+}
+
+// store writes value under a new id unless an identical value is already
+// stored, and returns the id to reference.
+func (a *ArchiveWriter) store(seen map[[sha256.Size]byte]id, letter byte, value []byte) (id, error) {
+	sum := sha256.Sum256(value)
+	if i, ok := seen[sum]; ok {
+		return i, nil
+	}
+	i, err := a.newID(letter)
+	if err != nil {
+		return id{}, err
+	}
+	if err := a.w.Put(i[:], value); err != nil {
+		return id{}, err
+	}
+	seen[sum] = i
+	return i, nil
+}
+
+// newID takes the next number from the shared counter, skipping the rare
+// id whose CDB hash is 0, since the server could not find it.
+func (a *ArchiveWriter) newID(letter byte) (id, error) {
+	for {
+		a.lastID++
+		if a.lastID >= 1<<24 {
+			return id{}, fmt.Errorf("archive ran out of record ids: %w", ErrTooLarge)
+		}
+		var i id
+		appendID(i[:0], letter, a.lastID)
+		if Hash(i[:]) != 0 {
+			return i, nil
+		}
+	}
+}
+
+// Close writes the path indexes and finishes the file. The indexes are
+// complete and every path in them ends with a newline; the L0000001 index
+// is empty, since the archive has no folder listings. Close does not close
+// the underlying writer.
+func (a *ArchiveWriter) Close() error {
+	if a.closed {
+		return ErrClosed
+	}
+	a.closed = true
+	for _, idx := range []struct {
+		key   string
+		paths []string
+	}{
+		{fileIndexKey, a.files},
+		{folderIndexKey, nil},
+		{redirectIndexKey, a.redir},
+	} {
+		if err := a.w.Put([]byte(idx.key), pathIndex(idx.paths)); err != nil {
+			return err
+		}
+	}
+	return a.w.Close()
+}
+
+// pathIndex formats an index value: the paths sorted, each followed by a
+// newline. An empty line would hang kawipiko-server at startup; checkPath
+// ensures there is none.
+func pathIndex(paths []string) []byte {
+	slices.Sort(paths)
+	var b bytes.Buffer
+	for _, p := range paths {
+		b.WriteString(p)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// checkPath accepts the paths kawipiko-server can match: "/…" or
+// "://host/…", without control bytes, spaces or "?", which never appear in
+// the part of a request URI that the server compares.
+func checkPath(path string) error {
+	rest, hosted := strings.CutPrefix(path, "://")
+	if hosted {
+		slash := strings.IndexByte(rest, '/')
+		if slash < 1 {
+			return fmt.Errorf("path %.64q has no host or no path after it: %w", path, ErrInvalidPath)
+		}
+		rest = rest[slash:]
+	}
+	if !strings.HasPrefix(rest, "/") {
+		return fmt.Errorf("path %.64q does not start with / or ://host/: %w", path, ErrInvalidPath)
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c <= ' ' || c == 0x7f || c == '?' {
+			return fmt.Errorf("path %.64q has byte %q at %d: %w", path, c, i, ErrInvalidPath)
+		}
+	}
+	return nil
+}
+
+// Compress gzips body and returns the gzip bytes with encoding "gzip" if
+// that saves enough, otherwise body itself with encoding "identity". The
+// thresholds are kawipiko-archiver's: the saving, as a percentage of the
+// original size, must be at least 90%, or at least 40% for bodies over
+// 1 KiB, 35% over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB,
+// 15% over 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
+func Compress(body []byte) (out []byte, encoding string) {
+	if len(body) == 0 {
+		return body, "identity"
+	}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
+	zw.Write(body)                                         // writes to a bytes.Buffer cannot fail
+	zw.Close()
+	if !compressionPays(len(body), b.Len()) {
+		return body, "identity"
+	}
+	return b.Bytes(), "gzip"
+}
+
+// compressionPays reports whether compressing raw bytes to packed bytes
+// saves enough to store the compressed form.
+func compressionPays(raw, packed int) bool {
+	minSaving := 90 // percent, for any size
+	for _, band := range []struct{ over, saving int }{
+		{1 << 20, 5}, {64 << 10, 10}, {32 << 10, 15}, {16 << 10, 20},
+		{8 << 10, 25}, {4 << 10, 30}, {2 << 10, 35}, {1 << 10, 40},
+	} {
+		if raw > band.over {
+			minSaving = band.saving
+			break
+		}
+	}
+	return int64(raw-packed)*100 >= int64(minSaving)*int64(raw)
+}
