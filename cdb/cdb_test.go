@@ -166,6 +166,27 @@ func TestDuplicateKeyFindsFirst(t *testing.T) {
 	}
 }
 
+func TestConcurrentGet(t *testing.T) {
+	records := make([]record, 1000)
+	for i := range records {
+		records[i] = record{fmt.Sprint(i), fmt.Sprint(i * 7)}
+	}
+	r, err := NewReader(writeCDB(t, records))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 4 {
+		t.Run(fmt.Sprint(g), func(t *testing.T) {
+			t.Parallel()
+			for _, rec := range records {
+				if got, ok, err := r.Get([]byte(rec.key)); !ok || err != nil || string(got) != rec.value {
+					t.Errorf("Get(%q) = %q, %v, %v; want %q", rec.key, got, ok, err, rec.value)
+				}
+			}
+		})
+	}
+}
+
 func TestOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "test.cdb")
 	f, err := os.Create(path)
