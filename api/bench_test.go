@@ -1,0 +1,115 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
+)
+
+// seedPastes creates n pastes of about 1 KiB through Raft, many at a time
+// so that Raft batches them, and returns their ids.
+func seedPastes(tb testing.TB, n *node.Node, count int) []string {
+	tb.Helper()
+	ids := make([]string, count)
+	for i := range ids {
+		ids[i] = randomString(idLen, idAlpha)
+	}
+	content := bytes.Repeat([]byte("0123456789abcdef\n"), 60)
+	var (
+		wg   sync.WaitGroup
+		next = make(chan string)
+		errs = make(chan error, 1)
+	)
+	for range 64 {
+		wg.Go(func() {
+			for id := range next {
+				now := time.Now().UnixNano()
+				res, err := n.Apply(context.Background(), &fsm.Command{
+					Type: fsm.TypeCreate, Now: now,
+					Paste: &fsm.Paste{ID: id, Content: content, CreatedAt: now, TokenHash: fsm.HashToken("t")},
+				})
+				if err == nil {
+					err = res.Err
+				}
+				if err != nil {
+					select {
+					case errs <- fmt.Errorf("create %s: %w", id, err):
+					default:
+					}
+				}
+			}
+		})
+	}
+	for _, id := range ids {
+		next <- id
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		tb.Fatal(err)
+	default:
+	}
+	return ids
+}
+
+// BenchmarkRead reads pastes through the whole handler, from a node that
+// holds 10k of them.
+func BenchmarkRead(b *testing.B) {
+	tn := startNode(b, Config{})
+	ids := seedPastes(b, tn.node, 10000)
+	h := tn.server.Handler()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/raw/"+ids[i%len(ids)], nil))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET /raw/%s: got %d, want 200", ids[i%len(ids)], rec.Code)
+		}
+		i++
+	}
+}
+
+// BenchmarkCreate posts pastes through the whole handler, one at a time and
+// from many goroutines: Raft commits concurrent creates together, so the
+// parallel rate is many times the serial one, which waits for an fsync each.
+func BenchmarkCreate(b *testing.B) {
+	tn := startNode(b, Config{})
+	h := tn.server.Handler()
+	body := bytes.Repeat([]byte("x"), 1024)
+	post := func(tb testing.TB) {
+		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req.Header.Set("Content-Type", formType)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			tb.Errorf("POST /: got %d, want 201: %s", rec.Code, rec.Body)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			post(b)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pastes/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				post(b)
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pastes/s")
+	})
+}
