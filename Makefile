@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE     ?= pastenode:local
 
-.PHONY: all build static test test-unit test-e2e test-compose bench vet fmt docker-image clean
+.PHONY: all build static test test-unit bench vet fmt docker-image cluster-up cluster-down clean
 
 all: build
 
@@ -34,6 +34,13 @@ bench:
 
 docker-image: static
 	docker build -t $(IMAGE) .
+
+# Bring up the three-node cluster of docker-compose.cluster.yml.
+cluster-up: static
+	docker-compose -f docker-compose.cluster.yml up -d --build
+
+cluster-down:
+	docker-compose -f docker-compose.cluster.yml down
 
 clean:
 	rm -rf $(BIN)
