@@ -55,7 +55,10 @@ func statusOf(err error) (int, string) {
 // page for browsers, plain text otherwise.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := statusOf(err)
-	if code >= 500 {
+	switch {
+	case code == http.StatusServiceUnavailable:
+		s.log.Debug("unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	case code >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
 	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {

@@ -132,15 +132,15 @@ func (s *Server) routes() {
 	r.Handle("/metrics", s.metrics.handler()).Methods(get...).Name("metrics")
 	r.PathPrefix("/static/").Handler(http.StripPrefix("/static/", s.cfg.UI.Static())).Methods(get...).Name("static")
 
-	v1 := r.PathPrefix("/api/v1").Subrouter()
-	v1.HandleFunc("/pastes", s.handleCreateJSON).Methods(http.MethodPost).Name("api_create")
-	v1.HandleFunc("/pastes/{id}", s.handleMeta).Methods(get...).Name("api_meta")
-	v1.HandleFunc("/status", s.handleStatus).Methods(get...).Name("status")
-	v1.Handle("/cluster/join", s.admin(s.handleJoin)).Methods(http.MethodPost).Name("join")
-	v1.Handle("/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
-	v1.Handle("/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
-	v1.Handle("/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
-	v1.PathPrefix("/").HandlerFunc(s.notFound).Name("api_unknown")
+	// Full paths on the root router, not a subrouter: a gorilla subrouter
+	// turns a wrong method into a 404 instead of a 405.
+	r.HandleFunc("/api/v1/pastes", s.handleCreateJSON).Methods(http.MethodPost).Name("api_create")
+	r.HandleFunc("/api/v1/pastes/{id}", s.handleMeta).Methods(get...).Name("api_meta")
+	r.HandleFunc("/api/v1/status", s.handleStatus).Methods(get...).Name("status")
+	r.Handle("/api/v1/cluster/join", s.admin(s.handleJoin)).Methods(http.MethodPost).Name("join")
+	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
+	r.Handle("/api/v1/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
+	r.Handle("/api/v1/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
 
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
 	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")

@@ -77,8 +77,19 @@ func (n *Node) Ready() error {
 	if addr, _ := n.raft.LeaderWithID(); addr == "" {
 		return errors.New("no leader known")
 	}
-	if a, c := n.raft.AppliedIndex(), n.raft.CommitIndex(); a < c {
-		return fmt.Errorf("applied index %d is behind commit index %d", a, c)
+	// Raft marks entries applied only after handing them to the FSM, so
+	// applied trails commit for a moment after every write: allow it that
+	// moment before calling the node behind.
+	c := n.raft.CommitIndex()
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for {
+		a := n.raft.AppliedIndex()
+		if a >= c {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("applied index %d is behind commit index %d", a, c)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
 }
