@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // bootstrapLoop forms a new cluster once BootstrapExpect nodes see each
@@ -76,19 +74,20 @@ func (c *Cluster) bootstrapLoop() {
 // bootstrap when exactly expect members want to bootstrap with the same
 // expect (else nil); what each of them proposes; and whether any member
 // already has Raft state.
+//
+// It reads the members the event delegate recorded, not ml.Members(): the
+// nodes that returns are memberlist's own, which it goes on updating
+// without a lock the caller could take (a data race on Meta).
 func (c *Cluster) bootstrapView(expect int) (servers []raft.Server, proposals []string, existing bool) {
-	for _, n := range c.ml.Members() {
-		if n.State != memberlist.StateAlive {
-			continue
+	c.mu.Lock()
+	view := map[string]meta{c.node.ID(): c.self}
+	for id, g := range c.members {
+		if g.state == "alive" && id != c.node.ID() {
+			view[id] = g.meta
 		}
-		var m meta
-		if n.Name == c.node.ID() {
-			c.mu.Lock()
-			m = c.self
-			c.mu.Unlock()
-		} else if err := msgpack.Unmarshal(n.Meta, &m); err != nil {
-			continue
-		}
+	}
+	c.mu.Unlock()
+	for id, m := range view {
 		if m.HasState {
 			return nil, nil, true
 		}
@@ -96,7 +95,7 @@ func (c *Cluster) bootstrapView(expect int) (servers []raft.Server, proposals []
 			continue
 		}
 		servers = append(servers, raft.Server{
-			Suffrage: raft.Voter, ID: raft.ServerID(n.Name), Address: raft.ServerAddress(m.RaftAddr),
+			Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(m.RaftAddr),
 		})
 		proposals = append(proposals, m.Proposal)
 	}

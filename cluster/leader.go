@@ -43,12 +43,17 @@ func (c *Cluster) joinLoop() {
 	}
 }
 
-// missingSeed reports whether some seed address is not a live member.
+// missingSeed reports whether some seed address is not a live member. Like
+// bootstrapView it reads the recorded members, not ml.Members().
 func (c *Cluster) missingSeed() bool {
 	alive := map[string]bool{}
-	for _, m := range c.ml.Members() {
-		alive[m.Address()] = true
+	c.mu.Lock()
+	for _, m := range c.members {
+		if m.state == "alive" {
+			alive[m.gossipAddr] = true
+		}
 	}
+	c.mu.Unlock()
 	for _, s := range c.cfg.Join {
 		if !alive[s] {
 			return true
