@@ -242,7 +242,15 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			}
 			return s.checkSize(b, form)
 		}
-		return s.checkSize([]byte(first(form, "content")), form)
+		content := first(form, "content")
+		if wantsHTML(r) {
+			// A browser sends every line break of a textarea as CRLF
+			// (HTML form submission), whatever was typed. The paste is
+			// the text the form showed, with LF, as the script's JSON
+			// posts send it.
+			content = strings.ReplaceAll(content, "\r\n", "\n")
+		}
+		return s.checkSize([]byte(content), form)
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
