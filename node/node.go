@@ -146,8 +146,9 @@ type Node struct {
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop        chan struct{}
+	stopMetrics context.CancelFunc
+	wg          sync.WaitGroup
 }
 
 // New returns a node for cfg. It starts nothing: call Open.
@@ -224,7 +225,10 @@ func (n *Node) Open(ctx context.Context) (err error) {
 		}
 	}
 
-	n.wg.Add(4)
+	metricsCtx, stopMetrics := context.WithCancel(context.Background())
+	n.stopMetrics = stopMetrics
+	n.wg.Add(5)
+	go func() { defer n.wg.Done(); n.bolt.RunMetrics(metricsCtx, 10*time.Second) }()
 	go func() { defer n.wg.Done(); n.mux.serve() }()
 	go func() { defer n.wg.Done(); _ = n.rpc.Serve(n.mux.rpc) }()
 	go func() { defer n.wg.Done(); n.leaderLoop() }()
@@ -312,6 +316,9 @@ func (n *Node) Close() error {
 		}
 	}
 	close(n.stop)
+	if n.stopMetrics != nil {
+		n.stopMetrics()
+	}
 	var errs []error
 	if n.raft != nil {
 		if err := n.raft.Shutdown().Error(); err != nil {

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics/compat"
+	metricsprom "github.com/hashicorp/go-metrics/compat/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
@@ -92,6 +96,10 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		return usageError{err}
 	}
 
+	if err := exportRaftMetrics(apiServer.Registry()); err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on http addr: %w", err)
@@ -142,6 +150,23 @@ type store struct{ *node.Node }
 
 func (s store) Stats() (int64, int64) { return s.FSM().Stats() }
 func (s store) View() fsm.View        { return s.FSM().View() }
+
+// exportRaftMetrics sends hashicorp/raft's and raft-boltdb's metrics
+// (commit time, FSM apply, last contact, the bolt freelist gauges) to reg.
+func exportRaftMetrics(reg prometheus.Registerer) error {
+	sink, err := metricsprom.NewPrometheusSinkFrom(metricsprom.PrometheusOpts{
+		Registerer: reg,
+		Expiration: time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("raft metrics: %w", err)
+	}
+	conf := metrics.DefaultConfig("pastenode")
+	conf.EnableHostname = false
+	conf.EnableRuntimeMetrics = false // client_golang reports those
+	_, err = metrics.NewGlobal(conf, sink)
+	return err
+}
 
 func portOf(addr string) string {
 	_, port, _ := net.SplitHostPort(addr)
