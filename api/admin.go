@@ -3,11 +3,17 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/pastenode/pastenode/node"
+	"github.com/pastenode/pastenode/ui"
 )
 
 // handleStatus is GET /api/v1/status.
@@ -86,6 +92,38 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]uint64{"index": index})
 }
 
+// handleExport is GET /api/v1/export.cdb: the archive of WriteExport. It is
+// built in a temporary file first, so the answer has a Content-Length and
+// the paste count in a header; a HEAD builds it too, to give both.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
-	s.error(w, r, errorf(http.StatusNotImplemented, "export is not built yet"))
+	start := time.Now()
+	pages, err := ui.New(ui.Options{Mirror: true})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	f, err := os.CreateTemp("", "pastenode-export-*.cdb")
+	if err != nil {
+		s.error(w, r, fmt.Errorf("export: %w", err))
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	st, err := WriteExport(r.Context(), f, s.cfg.Store.View(), pages, start)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		s.error(w, r, fmt.Errorf("export: %w", err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="pastenode-%d.cdb"`, st.Index))
+	h.Set("X-Export-Pastes", strconv.Itoa(st.Pastes))
+	h.Set("Cache-Control", "no-store")
+	s.log.Info("export", "index", st.Index, "pastes", st.Pastes, "burn_skipped", st.Burn,
+		"expired_skipped", st.Expired, "bytes", st.Bytes, "took", time.Since(start))
+	http.ServeContent(w, r, "", time.Time{}, f)
 }
