@@ -3,10 +3,18 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/pastenode/pastenode/api"
 )
 
+// mirrorConfig is everything the flags of `pastenode mirror` say.
 type mirrorConfig struct {
 	cdb       string
 	httpAddr  string
@@ -14,10 +22,83 @@ type mirrorConfig struct {
 	logFormat string
 }
 
+// parseMirrorFlags reads the command line of `pastenode mirror`, then the
+// PASTE_* environment for every flag the command line did not set.
 func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*mirrorConfig, error) {
-	return nil, usageError{errors.New("mirror is not built yet")}
+	fs := flag.NewFlagSet("pastenode mirror", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: pastenode mirror --cdb FILE [--http-addr ADDR]")
+		fmt.Fprintln(stderr, "Serves an export read-only; a new FILE renamed over it is served without a restart.")
+		fs.PrintDefaults()
+	}
+	var c mirrorConfig
+	var logLevel string
+	fs.StringVar(&c.cdb, "cdb", "", "the exported archive to serve (required)")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address to serve on")
+	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	if err := parseWithEnv(fs, args, env); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	bad := func(flag string, e error) error { return usageError{fmt.Errorf("--%s: %w", flag, e)} }
+	if c.cdb == "" {
+		return nil, usageError{errors.New("--cdb is required: the file written by pastectl export")}
+	}
+	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
+		return nil, bad("http-addr", err)
+	}
+	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return nil, bad("log-level", err)
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return nil, bad("log-format", fmt.Errorf("%q is neither text nor json", c.logFormat))
+	}
+	return &c, nil
 }
 
+// runMirror serves the archive until ctx ends, then drains the HTTP server
+// and unmaps the archive.
 func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
-	return errors.New("mirror is not built yet")
+	m, err := api.NewMirror(api.MirrorConfig{Path: c.cdb, Logger: log})
+	if err != nil {
+		return usageError{err}
+	}
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	defer m.Close()
+
+	ln, err := net.Listen("tcp", c.httpAddr)
+	if err != nil {
+		return fmt.Errorf("listen on http addr: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           m.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("serving mirror", "http", ln.Addr().String(), "cdb", c.cdb, "pastes", m.Pastes())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
 }
