@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +69,8 @@ func (c *Cluster) leaderLoop() {
 	ap := autopilot.New(c.node.Raft(), (*apDelegate)(c),
 		autopilot.WithLogger(node.HCLogger(c.cfg.Logger.With("component", "autopilot"))),
 		autopilot.WithReconcileInterval(c.scaled(time.Second)),
-		autopilot.WithUpdateInterval(c.scaled(time.Second)))
+		autopilot.WithUpdateInterval(c.scaled(time.Second)),
+		autopilot.WithPromoter(&promoter{removed: c.node.FSM().Removed}))
 	tick := time.NewTicker(c.scaled(500 * time.Millisecond))
 	defer tick.Stop()
 	var stopAP func()
@@ -230,6 +232,25 @@ func (c *Cluster) inRaft(id string) bool {
 		}
 	}
 	return false
+}
+
+// promoter is autopilot's stable promoter that never promotes a node an
+// operator removed. Autopilot promotes from a state it refreshes only every
+// update interval, with AddVoter at prevIndex 0: a non-voter removed since
+// the last refresh would come back as a voter. The FSM marks a node removed
+// before the leader takes it out of Raft, so checking here, at reconcile
+// time, closes that window.
+type promoter struct {
+	autopilot.StablePromoter
+	removed func(id string) bool
+}
+
+func (p *promoter) CalculatePromotionsAndDemotions(c *autopilot.Config, s *autopilot.State) autopilot.RaftChanges {
+	changes := p.StablePromoter.CalculatePromotionsAndDemotions(c, s)
+	changes.Promotions = slices.DeleteFunc(changes.Promotions, func(id raft.ServerID) bool {
+		return p.removed(string(id))
+	})
+	return changes
 }
 
 // apDelegate is autopilot's view of the application.
