@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // ArchiveWriter writes a kawipiko-2022a archive: a CDB file that
@@ -214,14 +215,23 @@ func Compress(body []byte) (out []byte, encoding string) {
 		return body, "identity"
 	}
 	var b bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
-	zw.Write(body)                                         // writes to a bytes.Buffer cannot fail
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&b)
+	zw.Write(body) // writes to a bytes.Buffer cannot fail
 	zw.Close()
+	gzipWriters.Put(zw)
 	if !compressionPays(len(body), b.Len()) {
 		return body, "identity"
 	}
 	return b.Bytes(), "gzip"
 }
+
+// gzipWriters keeps gzip writers for Compress: a new one allocates about
+// 1 MiB of compressor state, far more than the small bodies it compresses.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestCompression) // the level is valid
+	return zw
+}}
 
 // compressionPays reports whether compressing raw bytes to packed bytes
 // saves enough to store the compressed form.
