@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pastenode/pastenode/cdb"
@@ -45,129 +47,198 @@ var exportAssets = []string{"app.css", "app.js"}
 //
 // pages renders the HTML and should be a mirror UI (ui.Options{Mirror:
 // true}). The view is one consistent state, so the archive is too, however
-// long the export takes and whatever is written meanwhile. On error the
-// content of w is incomplete and should be discarded.
+// long the export takes and whatever is written meanwhile. Pastes are
+// rendered and compressed on every CPU but written in id order, so the
+// same view and time give the same file. On error the content of w is
+// incomplete and should be discarded.
 func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time) (ExportStats, error) {
 	st := ExportStats{Index: view.Index()}
 	aw, err := cdb.NewArchive(w)
 	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
-	e := &exporter{aw: aw, pages: pages, now: now}
-	if err := e.site(); err != nil {
+	e := exporter{pages: pages, now: now}
+	site, err := e.site()
+	if err == nil {
+		err = addFiles(aw, site)
+	}
+	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
-	var werr error
-	view.Walk(func(p *fsm.Paste) bool {
-		switch {
-		case p.Burn:
-			st.Burn++
-			return true
-		case p.Expired(now.UnixNano()):
-			st.Expired++
-			return true
-		case !exportable(p.ID):
-			st.Skipped++
-			return true
-		}
-		if st.Pastes%256 == 0 {
-			if werr = ctx.Err(); werr != nil {
-				return false
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *exportJob)
+	order := make(chan *exportJob, 4*workers) // bounds the pastes held in memory
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				j.files, j.err = e.paste(j.p, j.buf)
+				close(j.ready)
 			}
-		}
-		if werr = e.paste(p); werr != nil {
-			werr = fmt.Errorf("paste %s: %w", p.ID, werr)
-			return false
-		}
-		st.Pastes++
-		st.Bytes += int64(len(p.Content))
-		return true
-	})
-	if werr != nil {
-		return st, fmt.Errorf("export: %w", werr)
+		})
 	}
-	if err := aw.Close(); err != nil {
+	// The walker hands each paste to the workers and, in the same order,
+	// to the loop below; its counts are read once order is closed.
+	var burn, expired, skipped int
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		view.Walk(func(p *fsm.Paste) bool {
+			switch {
+			case p.Burn:
+				burn++
+				return true
+			case p.Expired(now.UnixNano()):
+				expired++
+				return true
+			case !exportable(p.ID):
+				skipped++
+				return true
+			}
+			j := &exportJob{p: p, buf: bufPool.Get().(*bytes.Buffer), ready: make(chan struct{})}
+			for _, ch := range []chan *exportJob{order, jobs} {
+				select {
+				case ch <- j:
+				case <-ctx.Done():
+					return false
+				}
+			}
+			return true
+		})
+	}()
+
+	for j := range order {
+		if err == nil {
+			select {
+			case <-j.ready:
+				err = j.err
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+			if err == nil {
+				err = addFiles(aw, j.files)
+			}
+			if err != nil {
+				err = fmt.Errorf("paste %s: %w", j.p.ID, err)
+				cancel() // stop the walker; the rest of order drains
+				continue
+			}
+			bufPool.Put(j.buf)
+			st.Pastes++
+			st.Bytes += int64(len(j.p.Content))
+		}
+	}
+	wg.Wait()
+	st.Burn, st.Expired, st.Skipped = burn, expired, skipped
+	if err == nil {
+		err = aw.Close()
+	}
+	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
 	return st, nil
 }
 
-// exporter writes the files of one archive.
-type exporter struct {
-	aw    *cdb.ArchiveWriter
-	pages *ui.UI
-	now   time.Time
-	buf   bytes.Buffer // the page being rendered
+// exportJob is one paste on its way into the archive.
+type exportJob struct {
+	p     *fsm.Paste
+	buf   *bytes.Buffer // holds the page, which files may point into
+	files []exportFile
+	err   error
+	ready chan struct{} // closed when files or err is set
 }
 
-// site adds the files that are not pastes.
-func (e *exporter) site() error {
+// exportFile is one archive entry, compressed and with its headers in
+// order, ready to be added.
+type exportFile struct {
+	path    string
+	status  int
+	headers []cdb.Header
+	body    []byte
+}
+
+func addFiles(aw *cdb.ArchiveWriter, files []exportFile) error {
+	for _, f := range files {
+		if err := aw.AddFile(f.path, f.status, f.headers, f.body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exporter renders the files of one archive. It is safe for concurrent
+// use.
+type exporter struct {
+	pages *ui.UI
+	now   time.Time
+}
+
+// site renders the files that are not pastes.
+func (e exporter) site() ([]exportFile, error) {
+	var files []exportFile
 	for _, name := range exportAssets {
 		body, ctype, ok := e.pages.Asset(name)
 		if !ok {
-			return fmt.Errorf("ui has no asset %s", name)
+			return nil, fmt.Errorf("ui has no asset %s", name)
 		}
 		h := http.Header{}
 		h.Set("Content-Type", ctype)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(exportMaxAge))
-		if err := e.add("/static/"+name, http.StatusOK, h, body); err != nil {
-			return err
-		}
+		files = append(files, newExportFile("/static/"+name, http.StatusOK, h, body))
 	}
 
-	e.buf.Reset()
-	if err := e.pages.Index(&e.buf, ui.IndexData{}); err != nil {
-		return err
+	var index bytes.Buffer
+	if err := e.pages.Index(&index, ui.IndexData{}); err != nil {
+		return nil, err
 	}
 	h := pageHeaders()
 	h.Set("Cache-Control", "no-cache")
-	if err := e.add("/", http.StatusOK, h, e.buf.Bytes()); err != nil {
-		return err
-	}
+	files = append(files, newExportFile("/", http.StatusOK, h, index.Bytes()))
 
-	e.buf.Reset()
-	if err := e.pages.Error(&e.buf, http.StatusNotFound, ""); err != nil {
-		return err
+	var notFound bytes.Buffer
+	if err := e.pages.Error(&notFound, http.StatusNotFound, ""); err != nil {
+		return nil, err
 	}
 	h = pageHeaders()
 	h.Set("Cache-Control", "no-store")
-	return e.add("/*", http.StatusNotFound, h, e.buf.Bytes())
+	return append(files, newExportFile("/*", http.StatusNotFound, h, notFound.Bytes())), nil
 }
 
-// paste adds the raw bytes, the page and the metadata of p.
-func (e *exporter) paste(p *fsm.Paste) error {
+// paste renders the raw bytes, the page and the metadata of p; the page
+// goes into buf.
+func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
+	files := make([]exportFile, 0, 3)
 	h := http.Header{}
 	rawHeaders(headerSink(h), p)
 	e.cacheHeaders(h, p)
-	if err := e.add("/raw/"+p.ID, http.StatusOK, h, p.Content); err != nil {
-		return err
-	}
+	files = append(files, newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content))
 
-	e.buf.Reset()
-	if err := e.pages.Paste(&e.buf, uiPaste(p, true), e.now); err != nil {
-		return err
+	buf.Reset()
+	if err := e.pages.Paste(buf, uiPaste(p, true), e.now); err != nil {
+		return nil, err
 	}
 	h = pageHeaders()
 	e.cacheHeaders(h, p)
-	if err := e.add("/"+p.ID, http.StatusOK, h, e.buf.Bytes()); err != nil {
-		return err
-	}
+	files = append(files, newExportFile("/"+p.ID, http.StatusOK, h, buf.Bytes()))
 
 	meta, err := json.MarshalIndent(metaOf(p, ""), "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h = http.Header{}
 	h.Set("Content-Type", "application/json")
 	e.cacheHeaders(h, p)
-	return e.add("/api/v1/pastes/"+p.ID, http.StatusOK, h, append(meta, '\n'))
+	return append(files, newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, h, append(meta, '\n'))), nil
 }
 
 // cacheHeaders lets a paste be cached for at most exportMaxAge, and never
 // past its expiry. The Expires header also tells a mirror when to stop
 // serving it.
-func (e *exporter) cacheHeaders(h http.Header, p *fsm.Paste) {
+func (e exporter) cacheHeaders(h http.Header, p *fsm.Paste) {
 	if p.ExpiresAt == 0 {
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(exportMaxAge))
 		return
@@ -183,9 +254,9 @@ func maxAge(left time.Duration) string {
 	return "public, max-age=" + strconv.FormatInt(secs, 10)
 }
 
-// add stores body at path, gzipped when that saves enough, with the
-// headers in name order.
-func (e *exporter) add(path string, status int, h http.Header, body []byte) error {
+// newExportFile compresses body when that saves enough, and orders the
+// headers by name.
+func newExportFile(path string, status int, h http.Header, body []byte) exportFile {
 	body, enc := cdb.Compress(body)
 	h.Set("Content-Encoding", enc)
 	names := make([]string, 0, len(h))
@@ -199,7 +270,7 @@ func (e *exporter) add(path string, status int, h http.Header, body []byte) erro
 			headers = append(headers, cdb.Header{Name: name, Value: v})
 		}
 	}
-	return e.aw.AddFile(path, status, headers, body)
+	return exportFile{path: path, status: status, headers: headers, body: body}
 }
 
 // pageHeaders are the headers of an HTML page, as the live node sends them.
