@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE     ?= pastenode:local
 
-.PHONY: all build static test test-unit bench vet fmt docker-image cluster-up cluster-down clean
+.PHONY: all build static test test-unit bench bench-http vet fmt docker-image cluster-up cluster-down clean
 
 all: build
 
@@ -32,8 +32,14 @@ test: vet
 test-unit:
 	$(GO) test -count=1 -short ./...
 
-bench:
+# Go benchmarks, then HTTP load figures with wrk against a live node, the
+# mirror and nginx (bench/http.sh; loopback only, 10s per run).
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	./bench/http.sh
+
+bench-http: build
+	./bench/http.sh
 
 docker-image: static
 	docker build -t $(IMAGE) .
