@@ -124,6 +124,6 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Export-Pastes", strconv.Itoa(st.Pastes))
 	h.Set("Cache-Control", "no-store")
 	s.log.Info("export", "index", st.Index, "pastes", st.Pastes, "burn_skipped", st.Burn,
-		"expired_skipped", st.Expired, "bytes", st.Bytes, "took", time.Since(start))
+		"expired_skipped", st.Expired, "bad_id_skipped", st.Skipped, "bytes", st.Bytes, "took", time.Since(start))
 	http.ServeContent(w, r, "", time.Time{}, f)
 }

@@ -88,6 +88,8 @@ func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui
 		defer close(jobs)
 		view.Walk(func(p *fsm.Paste) bool {
 			switch {
+			case ctx.Err() != nil:
+				return false
 			case p.Burn:
 				burn++
 				return true
@@ -133,6 +135,10 @@ func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui
 	}
 	wg.Wait()
 	st.Burn, st.Expired, st.Skipped = burn, expired, skipped
+	if err == nil {
+		// The walker also stops early when ctx ends.
+		err = ctx.Err()
+	}
 	if err == nil {
 		err = aw.Close()
 	}

@@ -163,16 +163,26 @@ func TestExport(t *testing.T) {
 		{ID: "burn", Content: []byte("read me once\n"), Burn: true, CreatedAt: at(-time.Minute)},
 		{ID: "burnsecret", Content: []byte("pn1.k.AAAA.BBBB"), Burn: true, Encrypted: true, CreatedAt: at(-time.Minute)},
 		{ID: "expired", Content: []byte("gone\n"), CreatedAt: at(-time.Hour), ExpiresAt: at(-time.Second)},
+		{ID: "not a/path", Content: []byte("the store takes any id\n"), CreatedAt: at(-time.Hour)},
 	}
 	f := newExportFSM()
 	f.add(t, pastes...)
 	path, st := writeExportFile(t, t.TempDir(), f, now)
 
-	want := ExportStats{Index: f.index, Pastes: 5, Burn: 2, Expired: 1,
+	want := ExportStats{Index: f.index, Pastes: 5, Burn: 2, Expired: 1, Skipped: 1,
 		Bytes: int64(len(pastes[0].Content) + len(binary) + len(large) + len(pastes[3].Content) + len(pastes[4].Content))}
 	if st != want {
 		t.Errorf("stats: got %+v, want %+v", st, want)
 	}
+
+	t.Run("deterministic", func(t *testing.T) {
+		again, _ := writeExportFile(t, t.TempDir(), f, now)
+		a, _ := os.ReadFile(path)
+		b, _ := os.ReadFile(again)
+		if !bytes.Equal(a, b) {
+			t.Errorf("two exports of one view at one time differ (%d and %d bytes)", len(a), len(b))
+		}
+	})
 
 	t.Run("archive", func(t *testing.T) {
 		a, err := cdb.OpenArchive(path)
@@ -390,6 +400,20 @@ func TestExport(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestExportCanceled(t *testing.T) {
+	f, _ := benchFSM(t, 500)
+	out, err := os.Create(filepath.Join(t.TempDir(), "export.cdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := WriteExport(ctx, out, f.View(), mirrorPages(t), time.Now()); !errors.Is(err, context.Canceled) {
+		t.Errorf("export with a canceled context: got %v, want context.Canceled", err)
+	}
 }
 
 // TestExportExpires checks that the mirror hides a paste once the expiry
