@@ -9,12 +9,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +85,84 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// stablePorts are the ports stableAddr handed out in this test binary.
+var stablePorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// stableAddr returns a loopback address whose port is free for both TCP and
+// UDP (memberlist binds both) and lies below the kernel's ephemeral range,
+// so that while its node is down for a restart, no outgoing connection and
+// no ":0" listener can take it. Each port is handed out once per test
+// binary.
+func stableAddr(t *testing.T) string {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	from := max(10000, low-15000)
+	if low <= from {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it", low)
+	}
+	stablePorts.Lock()
+	defer stablePorts.Unlock()
+	for range 1000 {
+		port := from + mathrand.IntN(low-from)
+		if stablePorts.used[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		stablePorts.used[port] = true
+		return addr
+	}
+	t.Fatalf("no loopback port in [%d, %d) free for both TCP and UDP", from, low)
+	return ""
+}
+
+// eventually polls cond until it returns nil, and fails the test with cond's
+// last error if that takes longer than within.
+func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s: %v", what, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holds polls cond for the whole of d and fails the test the first time it
+// returns an error: a bounded check that something does not happen.
+func holds(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := cond(); err != nil {
+			t.Fatalf("%s: broken: %v", what, err)
+		}
+	}
+}
+
 // proc is one pastenode process. Its data dir and ports stay the same
 // across restarts; its stderr goes to one log file, shown if the test
 // fails.
@@ -111,9 +192,9 @@ func newProc(t *testing.T, args ...string) *proc {
 		t:        t,
 		id:       "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())),
 		dataDir:  filepath.Join(dir, "data"),
-		httpAddr: freeAddr(t),
-		raftAddr: freeAddr(t),
-		gossip:   freeAddr(t),
+		httpAddr: stableAddr(t),
+		raftAddr: stableAddr(t),
+		gossip:   stableAddr(t),
 		args:     args,
 		logPath:  filepath.Join(dir, "pastenode.log"),
 	}
@@ -177,16 +258,22 @@ func (p *proc) start() {
 // waitReady polls /readyz until it answers 200.
 func (p *proc) waitReady() {
 	p.t.Helper()
+	p.waitOK("/readyz")
+}
+
+// waitOK polls path until it answers 200.
+func (p *proc) waitOK(path string) {
+	p.t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(20 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.exited:
-			p.t.Fatalf("pastenode exited before it was ready: %v", p.cmd.ProcessState)
+			p.t.Fatalf("pastenode exited before %s answered 200: %v", path, p.cmd.ProcessState)
 		default:
 		}
-		resp, err := client.Get(p.URL + "/readyz")
+		resp, err := client.Get(p.URL + path)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -199,7 +286,7 @@ func (p *proc) waitReady() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	p.t.Fatalf("pastenode not ready at %s after 20s: %s", p.URL, last)
+	p.t.Fatalf("pastenode %s: no 200 from %s%s after 20s: %s", p.id, p.URL, path, last)
 }
 
 // signal sends sig and waits for the process to exit; it returns the exit
