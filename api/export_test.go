@@ -403,7 +403,7 @@ func TestExport(t *testing.T) {
 }
 
 func TestExportCanceled(t *testing.T) {
-	f, _ := benchFSM(t, 500)
+	f, _ := benchFSM(t, 500, 0)
 	out, err := os.Create(filepath.Join(t.TempDir(), "export.cdb"))
 	if err != nil {
 		t.Fatal(err)

@@ -84,8 +84,12 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 }
 
 // Start opens the archive, which must be valid, and starts watching its
-// path for a replacement until ctx ends or Close is called.
+// path for a replacement until ctx ends or Close is called. It may be
+// called once.
 func (m *Mirror) Start(ctx context.Context) error {
+	if m.started.Load() {
+		return errors.New("mirror: already started")
+	}
 	fi, err := os.Stat(m.cfg.Path)
 	if err != nil {
 		return fmt.Errorf("mirror: %w", err)
@@ -293,7 +297,11 @@ func (m *Mirror) serve(w http.ResponseWriter, r *http.Request, now time.Time) st
 		return route
 	}
 	if !ok || res.Status == http.StatusNotFound || expired(&res, now) {
-		m.fail(w, r, a, http.StatusNotFound, "paste not found")
+		msg := "paste not found"
+		if route == "static" || route == "index" {
+			msg = "not found"
+		}
+		m.fail(w, r, a, http.StatusNotFound, msg)
 		return route
 	}
 	if route == "view" || route == "index" {

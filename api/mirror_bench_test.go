@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// benchWords make paste text that compresses about as well as prose or
+// code: too little, at 1 KiB, for the archive to store it gzipped.
+var benchWords = strings.Fields(`func return if else for range var const type struct
+	interface map string int error nil true false package import the a of to in is
+	that it for on with as was at by be this from or have an they which you were her
+	all she there would their we him been has when who will more no if out so said`)
+
+// benchContent returns about size bytes of text lines made of random words.
+func benchContent(r *rand.Rand, size int) []byte {
+	b := make([]byte, 0, size+16)
+	line := 0
+	for len(b) < size {
+		w := benchWords[r.IntN(len(benchWords))]
+		b = append(b, w...)
+		if line += len(w) + 1; line > 60 {
+			b, line = append(b, '\n'), 0
+		} else {
+			b = append(b, ' ')
+		}
+	}
+	return append(b[:size-1], '\n')
+}
+
+// benchFSM returns a state machine holding count pastes of 1 KiB, every
+// goEvery-th of them highlighted as Go (0: none), and their ids. Ids and
+// contents are the same on every call.
+func benchFSM(tb testing.TB, count, goEvery int) (*exportFSM, []string) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	f := newExportFSM()
+	now := time.Now().UnixNano()
+	ids := make([]string, 0, count)
+	batch := make([]*fsm.Paste, 0, 1000)
+	for i := range count {
+		id := make([]byte, idLen)
+		for j := range id {
+			id[j] = idAlpha[r.IntN(len(idAlpha))]
+		}
+		p := &fsm.Paste{ID: string(id), Content: benchContent(r, 1024), CreatedAt: now}
+		if goEvery > 0 && i%goEvery == 0 {
+			p.Lang = "Go"
+		}
+		ids = append(ids, p.ID)
+		if batch = append(batch, p); len(batch) == cap(batch) || i == count-1 {
+			f.add(tb, batch...)
+			batch = batch[:0]
+		}
+	}
+	return f, ids
+}
+
+// BenchmarkExport100k exports 100k pastes of 1 KiB: each becomes a raw
+// file, a page and a metadata document. Highlighting dominates the cost,
+// so it runs twice: plain text only, and with a quarter of the pastes in
+// Go. MB/s counts paste content.
+func BenchmarkExport100k(b *testing.B) {
+	const count = 100_000
+	for _, bc := range []struct {
+		name    string
+		goEvery int
+	}{{"plain", 0}, {"quarter-go", 4}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f, _ := benchFSM(b, count, bc.goEvery)
+			pages := mirrorPages(b)
+			path := filepath.Join(b.TempDir(), "export.cdb")
+			b.SetBytes(count * 1024)
+			b.ReportAllocs()
+			var size int64
+			for b.Loop() {
+				out, err := os.Create(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, err := WriteExport(context.Background(), out, f.View(), pages, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st.Pastes != count {
+					b.Fatalf("exported %d pastes, want %d", st.Pastes, count)
+				}
+				size, _ = out.Seek(0, io.SeekCurrent)
+				out.Close()
+			}
+			b.ReportMetric(float64(count*b.N)/b.Elapsed().Seconds(), "pastes/s")
+			b.ReportMetric(float64(size)/(1<<20), "archive-MiB")
+		})
+	}
+}
+
+var readBench struct {
+	once         sync.Once
+	mirror, live http.Handler
+	id           string
+}
+
+// readHandlers returns the mirror and the live API serving the same 10k
+// pastes, and the id of one highlighted as Go; they are built once for
+// every benchmark.
+func readHandlers(b *testing.B) (mirror, live http.Handler, id string) {
+	readBench.once.Do(func() {
+		f, ids := benchFSM(b, 10_000, 4)
+		// A directory of its own: the mirror outlives this benchmark.
+		dir, err := os.MkdirTemp("", "pastenode-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		path, _ := writeExportFile(b, dir, f, time.Now())
+		m, err := NewMirror(MirrorConfig{Path: path, Poll: time.Hour})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		// The mapping stays valid with the file gone.
+		os.RemoveAll(dir)
+		readBench.mirror, readBench.live, readBench.id = m.Handler(), liveServer(b, f).Handler(), ids[len(ids)/2]
+	})
+	if readBench.mirror == nil {
+		b.Fatal("setting up the read benchmarks failed")
+	}
+	return readBench.mirror, readBench.live, readBench.id
+}
+
+// discard is a ResponseWriter that keeps only the status, so that the
+// benchmarks measure the handlers rather than a recorder.
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(code int)        { d.code = code }
+
+// benchRead sends the same request to h, serially and from parallel
+// goroutines, and reports requests per second.
+func benchRead(b *testing.B, h http.Handler, target string, headers ...string) {
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	serve := func(tb testing.TB, w *discard) {
+		clear(w.h)
+		w.code = http.StatusOK
+		h.ServeHTTP(w, req)
+		if w.code != http.StatusOK {
+			tb.Fatalf("GET %s: got %d, want 200", target, w.code)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		w := &discard{h: http.Header{}}
+		for b.Loop() {
+			serve(b, w)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := &discard{h: http.Header{}}
+			for pb.Next() {
+				serve(b, w)
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	})
+}
+
+// BenchmarkMirrorRead reads one paste through the mirror's handler: its
+// raw bytes as curl asks for them, and its page as a browser does.
+// Compare with BenchmarkLiveRead.
+func BenchmarkMirrorRead(b *testing.B) {
+	mirror, _, id := readHandlers(b)
+	b.Run("raw", func(b *testing.B) { benchRead(b, mirror, "/raw/"+id) })
+	b.Run("page", func(b *testing.B) {
+		benchRead(b, mirror, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
+	})
+}
+
+// BenchmarkLiveRead reads the same paste through the live API's handler,
+// over the same state machine without Raft.
+func BenchmarkLiveRead(b *testing.B) {
+	_, live, id := readHandlers(b)
+	b.Run("raw", func(b *testing.B) { benchRead(b, live, "/raw/"+id) })
+	b.Run("page", func(b *testing.B) {
+		benchRead(b, live, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
+	})
+}
