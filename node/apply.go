@@ -116,25 +116,38 @@ func (n *Node) Get(ctx context.Context, id string) (*fsm.Paste, bool) {
 }
 
 // catchUp waits until this node has applied everything the leader had
-// applied when asked.
+// applied when asked. A leader change is waited out within the same
+// second: a deposed leader's or a candidate's "not the leader" would
+// otherwise turn a miss into a 404 for a write that was acknowledged just
+// before the election.
 func (n *Node) catchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var index uint64
-	if n.raft.State() == raft.Leader {
-		i, err := n.readIndex(ctx)
-		if err != nil {
+	for {
+		index, err := n.leaderIndex(ctx)
+		if err == nil {
+			return n.fsm.WaitIndex(ctx, index)
+		}
+		if !retryable(err) {
 			return err
 		}
-		index = i
-	} else {
-		i, err := n.forwardReadIndex(ctx)
-		if err != nil {
+		select {
+		case <-ctx.Done():
 			return err
+		case <-n.stop:
+			return ErrClosed
+		case <-time.After(20 * time.Millisecond):
 		}
-		index = i
 	}
-	return n.fsm.WaitIndex(ctx, index)
+}
+
+// leaderIndex returns the leader's applied index: its own, or asked over
+// RPC.
+func (n *Node) leaderIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() == raft.Leader {
+		return n.readIndex(ctx)
+	}
+	return n.forwardReadIndex(ctx)
 }
 
 // readIndex confirms that this node still leads and returns the index its
