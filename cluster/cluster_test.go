@@ -202,8 +202,14 @@ func TestLeaderFailover(t *testing.T) {
 				c := fmt.Sprintf("before %d", i)
 				want[createPaste(t, tc.nodes[i].node, c, false)] = c
 			}
+			want[createPaste(t, tc.nodes[old].node, "last before down", false)] = "last before down"
 
 			tt.down(tc, old)
+			// Read-your-writes holds across the failover: a survivor that
+			// has not applied the last write yet waits out the election.
+			for _, i := range tc.running() {
+				tc.checkAll(ctx, i, want)
+			}
 			l := tc.leader()
 			if tc.nodes[l].id == oldID {
 				t.Fatalf("got leader %s after it went down", oldID)
