@@ -60,6 +60,7 @@ type Config struct {
 	BootstrapExpect int
 	RaftAddr        string // advertised Raft address, for the metadata
 	APIAddr         string // advertised HTTP address, for the metadata
+	DataDir         string // where to remember gossip peers; "" forgets them
 	Version         string
 	Logger          *slog.Logger
 	// TimeScale below 1 selects memberlist's fast local timings and shortens
@@ -104,7 +105,12 @@ type meta struct {
 type member struct {
 	meta       meta
 	gossipAddr string
-	state      string // alive, suspect, dead, left
+	state      string // alive, dead, left
+	// lastAck is when this node last heard from the member: a join, an
+	// update or an answered probe. Memberlist does not tell when it
+	// suspects a node, so a live member unheard of for a while is
+	// reported as suspect.
+	lastAck time.Time
 }
 
 // Member is one node of the cluster, merged from Raft and gossip.
@@ -128,6 +134,11 @@ type Cluster struct {
 	mu      sync.Mutex
 	self    meta
 	members map[string]*member
+
+	advertiseIP  net.IP // set by Start
+	gossipPort   int
+	suspectAfter time.Duration
+	savedPeers   []string // what savePeers last wrote
 
 	wake chan struct{} // nudges the leader's reconcile after gossip events
 	stop chan struct{}
@@ -203,12 +214,15 @@ func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
 		return nil, fmt.Errorf("advertise host %q: peers cannot dial an unspecified address", adv)
 	}
 	mc.AdvertiseAddr = ips[0].IP.String()
+	c.advertiseIP, c.gossipPort = ips[0].IP, port
 	if len(c.cfg.ClusterKey) > 0 {
 		mc.SecretKey = c.cfg.ClusterKey
 	}
 	mc.Label = "pastenode"
 	mc.DeadNodeReclaimTime = 30 * time.Second
 	mc.Events = (*events)(c)
+	mc.Ping = (*pings)(c)
+	c.suspectAfter = 5 * mc.ProbeInterval
 	mc.Delegate = (*delegate)(c)
 	mc.Logger = newMemberlistLogger(c.cfg.Logger.With("component", "gossip"))
 	return mc, nil
@@ -245,15 +259,6 @@ func (c *Cluster) Join(ctx context.Context, seeds []string) error {
 func (c *Cluster) Members() []Member {
 	servers, _ := c.node.Servers()
 	_, leaderID := c.node.Raft().LeaderWithID()
-	suspect := map[string]bool{}
-	if c.ml != nil {
-		for _, m := range c.ml.Members() {
-			if m.State == memberlist.StateSuspect {
-				suspect[m.Name] = true
-			}
-		}
-	}
-
 	c.mu.Lock()
 	byID := map[string]*Member{}
 	get := func(id string) *Member {
@@ -267,7 +272,7 @@ func (c *Cluster) Members() []Member {
 	for id, g := range c.members {
 		m := get(id)
 		m.APIAddr, m.RaftAddr, m.GossipAddr, m.Gossip = g.meta.APIAddr, g.meta.RaftAddr, g.gossipAddr, g.state
-		if suspect[id] && g.state == "alive" {
+		if g.state == "alive" && id != c.node.ID() && time.Since(g.lastAck) > c.suspectAfter {
 			m.Gossip = "suspect"
 		}
 	}
@@ -351,10 +356,23 @@ func (e *events) record(n *memberlist.Node, state string) {
 		return
 	}
 	e.mu.Lock()
-	e.members[n.Name] = &member{meta: m, gossipAddr: n.Address(), state: state}
+	e.members[n.Name] = &member{meta: m, gossipAddr: n.Address(), state: state, lastAck: time.Now()}
 	e.mu.Unlock()
 	select {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// pings records answered probes, from which Members tells suspect members.
+type pings Cluster
+
+func (p *pings) AckPayload() []byte { return nil }
+
+func (p *pings) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+	p.mu.Lock()
+	if m, ok := p.members[other.Name]; ok {
+		m.lastAck = time.Now()
+	}
+	p.mu.Unlock()
 }

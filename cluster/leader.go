@@ -14,27 +14,37 @@ import (
 	"github.com/pastenode/pastenode/node"
 )
 
-// joinLoop joins the seeds, retrying with backoff until one answers, then
-// keeps re-joining any seed that is not a live member, so that a partition
-// longer than memberlist's memory of dead nodes still heals.
+// joinLoop joins the seeds and the peers this node saw last time, retrying
+// with backoff until one answers. Its own address is skipped: "joining"
+// itself would count as success and leave a restarted node alone in
+// gossip. Afterwards it re-joins any seed that is not a live member every
+// 30 seconds, so that a partition longer than memberlist's memory of dead
+// nodes still heals, and records the live peers for the next start.
 func (c *Cluster) joinLoop() {
-	if len(c.cfg.Join) == 0 {
-		return
-	}
 	backoff := 500 * time.Millisecond
 	joined := false
+	var lastTry time.Time
 	for {
-		if !joined || c.missingSeed() {
-			n, err := c.ml.Join(c.cfg.Join)
+		targets := c.joinTargets()
+		switch {
+		case len(targets) == 0:
+		case !joined:
+			n, err := c.ml.Join(targets)
 			if n > 0 {
-				if !joined {
-					c.log.Info("joined gossip", "seeds", c.cfg.Join, "contacted", n)
-				}
-				joined, backoff = true, 30*time.Second
+				c.log.Info("joined gossip", "peers", targets, "contacted", n)
+				joined = true
 			} else {
-				c.log.Warn("no seed answered, retrying", "seeds", c.cfg.Join, "in", backoff, "err", err)
+				c.log.Warn("no seed answered, retrying", "peers", targets, "in", backoff, "err", err)
 				backoff = min(2*backoff, 10*time.Second)
 			}
+			lastTry = time.Now()
+		case time.Since(lastTry) > 30*time.Second && c.missingSeed():
+			_, _ = c.ml.Join(targets)
+			lastTry = time.Now()
+		}
+		if joined || len(targets) == 0 {
+			c.savePeers()
+			backoff = 5 * time.Second
 		}
 		select {
 		case <-c.stop:
@@ -42,25 +52,6 @@ func (c *Cluster) joinLoop() {
 		case <-time.After(backoff):
 		}
 	}
-}
-
-// missingSeed reports whether some seed address is not a live member. Like
-// bootstrapView it reads the recorded members, not ml.Members().
-func (c *Cluster) missingSeed() bool {
-	alive := map[string]bool{}
-	c.mu.Lock()
-	for _, m := range c.members {
-		if m.state == "alive" {
-			alive[m.gossipAddr] = true
-		}
-	}
-	c.mu.Unlock()
-	for _, s := range c.cfg.Join {
-		if !alive[s] {
-			return true
-		}
-	}
-	return false
 }
 
 // leaderLoop runs autopilot and the reconciliation of gossip into Raft

@@ -59,6 +59,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		BootstrapExpect: c.BootstrapExpect,
 		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, raftPort),
 		APIAddr:         net.JoinHostPort(c.AdvertiseHost, httpPort),
+		DataDir:         c.DataDir,
 		Version:         version,
 		Logger:          log,
 		TimeScale:       c.TimeScale,
