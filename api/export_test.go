@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -478,9 +479,13 @@ func TestExportRoute(t *testing.T) {
 	if got := r.Header.Get("Content-Disposition"); !strings.HasPrefix(got, `attachment; filename="pastenode-`) || !strings.HasSuffix(got, `.cdb"`) {
 		t.Errorf("Content-Disposition: got %q", got)
 	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "pastenode-export-*")); len(left) > 0 {
-		t.Errorf("temporary files left behind: %q", left)
-	}
+	// The handler removes its file after the client has the last byte.
+	waitFor(t, 5*time.Second, "temporary file removed", func() error {
+		if left, _ := filepath.Glob(filepath.Join(tmp, "pastenode-export-*")); len(left) > 0 {
+			return fmt.Errorf("left behind: %q", left)
+		}
+		return nil
+	})
 
 	path := filepath.Join(t.TempDir(), "export.cdb")
 	if err := os.WriteFile(path, r.body, 0o644); err != nil {
