@@ -140,10 +140,11 @@ type Cluster struct {
 	suspectAfter time.Duration
 	savedPeers   []string // what savePeers last wrote
 
-	wake chan struct{} // nudges the leader's reconcile after gossip events
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	wake      chan struct{} // nudges the leader's reconcile after gossip events
+	peersWake chan struct{} // nudges joinLoop to record the live peers
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	once      sync.Once
 }
 
 // New returns a cluster for cfg. It starts nothing: call Start.
@@ -161,9 +162,10 @@ func New(cfg Config) (*Cluster, error) {
 			Version:  cfg.Version,
 			Expect:   cfg.BootstrapExpect,
 		},
-		members: make(map[string]*member),
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		members:   make(map[string]*member),
+		wake:      make(chan struct{}, 1),
+		peersWake: make(chan struct{}, 1),
+		stop:      make(chan struct{}),
 	}, nil
 }
 
@@ -358,9 +360,11 @@ func (e *events) record(n *memberlist.Node, state string) {
 	e.mu.Lock()
 	e.members[n.Name] = &member{meta: m, gossipAddr: n.Address(), state: state, lastAck: time.Now()}
 	e.mu.Unlock()
-	select {
-	case e.wake <- struct{}{}:
-	default:
+	for _, ch := range []chan struct{}{e.wake, e.peersWake} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }
 

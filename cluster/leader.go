@@ -49,6 +49,7 @@ func (c *Cluster) joinLoop() {
 		select {
 		case <-c.stop:
 			return
+		case <-c.peersWake:
 		case <-time.After(backoff):
 		}
 	}
