@@ -97,6 +97,9 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 // the paste count in a header; a HEAD builds it too, to give both.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	// A large store takes longer to build and send than the server's
+	// write timeout allows; this admin call may take as long as it needs.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	pages, err := ui.New(ui.Options{Mirror: true})
 	if err != nil {
 		s.error(w, r, err)
