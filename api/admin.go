@@ -100,7 +100,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	// A large store takes longer to build and send than the server's
 	// write timeout allows; this admin call may take as long as it needs.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	pages, err := ui.New(ui.Options{Mirror: true})
+	pages, err := ui.New(ui.Options{Mirror: true, HighlightCacheBytes: -1})
 	if err != nil {
 		s.error(w, r, err)
 		return

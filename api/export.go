@@ -219,7 +219,7 @@ func (e exporter) site() ([]exportFile, error) {
 func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
 	files := make([]exportFile, 0, 3)
 	h := http.Header{}
-	rawHeaders(headerSink(h), p)
+	rawHeaders(h, p)
 	e.cacheHeaders(h, p)
 	files = append(files, newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content))
 
@@ -282,18 +282,9 @@ func newExportFile(path string, status int, h http.Header, body []byte) exportFi
 // pageHeaders are the headers of an HTML page, as the live node sends them.
 func pageHeaders() http.Header {
 	h := http.Header{}
-	// htmlHeaders uses no server state, so a nil Server can lend it.
-	(*Server)(nil).htmlHeaders(headerSink(h))
+	setPageHeaders(h)
 	return h
 }
-
-// headerSink is a ResponseWriter that only collects headers, so that the
-// live node's header functions can fill an archive's headers too.
-type headerSink http.Header
-
-func (h headerSink) Header() http.Header         { return http.Header(h) }
-func (h headerSink) Write(b []byte) (int, error) { return len(b), nil }
-func (h headerSink) WriteHeader(int)             {}
 
 // metaOf is the metadata of p, with its URLs under base ("" for paths).
 func metaOf(p *fsm.Paste, base string) Meta {

@@ -397,7 +397,7 @@ func (m *Mirror) send(w http.ResponseWriter, r *http.Request, res *cdb.Resource,
 		}
 	}
 	if strings.HasPrefix(h.Get("Content-Type"), "text/html") {
-		(*Server)(nil).htmlHeaders(w)
+		setPageHeaders(w.Header())
 	}
 	if v := h.Get("Expires"); v != "" {
 		// Cache no longer than the paste lives, counted from now rather

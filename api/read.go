@@ -48,7 +48,7 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	if p.Burn {
 		if r.Method == http.MethodHead {
-			rawHeaders(w, p)
+			rawHeaders(w.Header(), p)
 			w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
 			return
 		}
@@ -59,14 +59,13 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		s.metrics.burns.Inc()
 	}
-	rawHeaders(w, p)
+	rawHeaders(w.Header(), p)
 	http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 }
 
 // rawHeaders are the headers of a raw read. Pastes never change, so the id
 // and creation time make a strong ETag without hashing the content.
-func rawHeaders(w http.ResponseWriter, p *fsm.Paste) {
-	h := w.Header()
+func rawHeaders(h http.Header, p *fsm.Paste) {
 	if utf8.Valid(p.Content) {
 		h.Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
@@ -148,8 +147,10 @@ func uiPaste(p *fsm.Paste, withContent bool) ui.Paste {
 }
 
 // htmlHeaders are the security headers of every page.
-func (s *Server) htmlHeaders(w http.ResponseWriter) {
-	h := w.Header()
+func (s *Server) htmlHeaders(w http.ResponseWriter) { setPageHeaders(w.Header()) }
+
+// setPageHeaders sets the headers of an HTML page, live or exported.
+func setPageHeaders(h http.Header) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", ui.CSP())
 	h.Set("Referrer-Policy", "no-referrer")
@@ -164,22 +165,7 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, fsm.ErrNotFound)
 		return
 	}
-	base := s.baseURL(r)
-	m := Meta{
-		ID:        p.ID,
-		URL:       base + "/" + p.ID,
-		RawURL:    base + "/raw/" + p.ID,
-		Title:     p.Title,
-		Lang:      p.Lang,
-		Size:      len(p.Content),
-		CreatedAt: time.Unix(0, p.CreatedAt).UTC(),
-		Burn:      p.Burn,
-		Encrypted: p.Encrypted,
-	}
-	if p.ExpiresAt != 0 {
-		t := time.Unix(0, p.ExpiresAt).UTC()
-		m.ExpiresAt = &t
-	}
+	m := metaOf(p, s.baseURL(r))
 	w.Header().Set("Cache-Control", "no-cache")
 	writeJSON(w, http.StatusOK, m)
 }

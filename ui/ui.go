@@ -3,6 +3,7 @@ package ui
 import (
 	"embed"
 	"fmt"
+	"github.com/alecthomas/chroma/v2"
 	"html/template"
 	"io"
 	"net/http"
@@ -46,6 +47,10 @@ type Options struct {
 	// MaxHighlightBytes is the size above which a paste is shown as plain
 	// escaped text; 0 means DefaultMaxHighlightBytes.
 	MaxHighlightBytes int
+	// HighlightCacheBytes bounds the cache of highlighted pastes; 0 means
+	// DefaultHighlightCacheBytes and a negative value turns it off (an
+	// export renders each paste once).
+	HighlightCacheBytes int
 }
 
 // Option is one choice of a select: the value posted and its label.
@@ -72,6 +77,7 @@ type IndexData struct {
 // UI renders the pages. It is safe for concurrent use.
 type UI struct {
 	opts   Options
+	cache  *bodyCache
 	pages  map[string]*template.Template
 	assets map[string]*asset
 }
@@ -81,7 +87,11 @@ func New(opts Options) (*UI, error) {
 	if opts.MaxHighlightBytes <= 0 {
 		opts.MaxHighlightBytes = DefaultMaxHighlightBytes
 	}
+	if opts.HighlightCacheBytes == 0 {
+		opts.HighlightCacheBytes = DefaultHighlightCacheBytes
+	}
 	u := &UI{opts: opts, pages: map[string]*template.Template{}, assets: map[string]*asset{}}
+	u.cache = newBodyCache(opts.HighlightCacheBytes)
 
 	css, err := files.ReadFile("static/app.css")
 	if err != nil {
@@ -247,9 +257,25 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 		lexer = nil
 		v.Notes = append(v.Notes, "This paste is larger than "+humanSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
 	}
-	v.Body, v.Lines = renderLines(lexer, text)
+	v.Body, v.Lines = u.body(p, lexer, text)
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)
 	return u.render(w, "paste", v)
+}
+
+// body renders the paste's lines, from the cache when it can: a paste
+// never changes, so its id and creation time name its content. Burned
+// pastes are shown once and never cached.
+func (u *UI) body(p Paste, lexer chroma.Lexer, text string) (template.HTML, int) {
+	if lexer == nil || p.Burn || p.ID == "" {
+		return renderLines(lexer, text)
+	}
+	key := p.ID + "\x00" + p.Lang + "\x00" + strconv.FormatInt(p.CreatedAt.UnixNano(), 36)
+	if b, ok := u.cache.get(key); ok {
+		return b.html, b.lines
+	}
+	html, lines := renderLines(lexer, text)
+	u.cache.add(key, renderedBody{html: html, lines: lines})
+	return html, lines
 }
 
 // titleOf is the heading of a paste: its title, or its id.
