@@ -163,6 +163,7 @@ func (tc *testCluster) start(i int) {
 		BootstrapExpect: tn.expect,
 		RaftAddr:        tn.raftAddr,
 		APIAddr:         srv.Listener.Addr().String(),
+		DataDir:         tn.dir,
 		Version:         "test",
 		Logger:          logger,
 		TimeScale:       timeScale,
