@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/pastenode/pastenode/api"
 )
@@ -76,29 +74,8 @@ func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on http addr: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           m.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(m.Handler(), log)
 	log.Info("serving mirror", "http", ln.Addr().String(), "cdb", c.cdb, "pastes", m.Pastes())
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
+	return serveUntil(ctx, srv, ln, log)
 }

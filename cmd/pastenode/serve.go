@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -105,15 +103,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on http addr: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           apiServer.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(apiServer.Handler(), log)
 	if c.TLSCert != "" {
 		certs := &certReloader{certFile: c.TLSCert, keyFile: c.TLSKey}
 		if _, err := certs.get(nil); err != nil {
@@ -124,26 +114,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	}
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir)
 
-	errc := make(chan error, 1)
-	go func() {
-		if srv.TLSConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
+	return serveUntil(ctx, srv, ln, log)
 }
 
 // store adapts a node to api.Store.
