@@ -99,6 +99,10 @@ type meta struct {
 	Expect   int    `msgpack:"e"`
 	HasState bool   `msgpack:"s"`
 	Proposal string `msgpack:"p,omitempty"` // hash of the bootstrap set this node proposes
+	// Leaving is set just before a graceful leave. Memberlist v0.6.0 never
+	// fills in Node.State for the leave event (its own state shadows it),
+	// so this is how the others tell "left" from "dead".
+	Leaving bool `msgpack:"l,omitempty"`
 }
 
 // member is a node as gossip last described it.
@@ -194,6 +198,9 @@ func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
 	mc := memberlist.DefaultLANConfig()
 	if c.cfg.TimeScale < 1 {
 		mc = memberlist.DefaultLocalConfig()
+		// The local config retransmits too little for four or more nodes
+		// to hear of a join or leave before the next push/pull.
+		mc.RetransmitMult = 4
 	}
 	host, portStr, _ := net.SplitHostPort(c.cfg.GossipAddr)
 	port, err := strconv.Atoi(portStr)
@@ -236,14 +243,20 @@ func (c *Cluster) Close() error {
 	c.once.Do(func() {
 		close(c.stop)
 		if c.ml != nil {
-			if e := c.ml.Leave(2 * time.Second); e != nil {
-				c.log.Warn("gossip leave", "err", e)
-			}
+			c.leave()
 			err = c.ml.Shutdown()
 		}
 		c.wg.Wait()
 	})
 	return err
+}
+
+// leave tells the others that this node leaves on purpose, then leaves.
+func (c *Cluster) leave() {
+	c.setMeta(func(m *meta) { m.Leaving = true })
+	if err := c.ml.Leave(2 * time.Second); err != nil {
+		c.log.Warn("gossip leave", "err", err)
+	}
 }
 
 // Join joins the gossip cluster of the seeds. The leader then adds this
@@ -344,11 +357,12 @@ type events Cluster
 func (e *events) NotifyJoin(n *memberlist.Node)   { e.record(n, "alive") }
 func (e *events) NotifyUpdate(n *memberlist.Node) { e.record(n, "alive") }
 func (e *events) NotifyLeave(n *memberlist.Node) {
-	state := "dead"
-	if n.State == memberlist.StateLeft {
-		state = "left"
+	var m meta
+	if msgpack.Unmarshal(n.Meta, &m) == nil && m.Leaving {
+		e.record(n, "left")
+		return
 	}
-	e.record(n, state)
+	e.record(n, "dead")
 }
 
 func (e *events) record(n *memberlist.Node, state string) {

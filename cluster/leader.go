@@ -165,9 +165,7 @@ func (c *Cluster) removedLoop() {
 		}
 		if c.node.FSM().Removed(c.node.ID()) && !c.node.IsLeader() {
 			c.log.Warn("this node was removed from the cluster by an operator; leaving gossip")
-			if err := c.ml.Leave(2 * time.Second); err != nil {
-				c.log.Warn("gossip leave", "err", err)
-			}
+			c.leave()
 			return
 		}
 	}
