@@ -61,26 +61,40 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	case code >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
-	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
-	}
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	switch {
-	case wantsJSON(r):
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg})
-	case wantsHTML(r) && r.Method != http.MethodHead:
+	writeError(w, r, code, msg, func() bool {
+		if !wantsHTML(r) || r.Method == http.MethodHead {
+			return false
+		}
 		s.htmlHeaders(w)
 		w.WriteHeader(code)
 		_ = s.cfg.UI.Error(w, code, msg)
-	default:
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(code)
-		io.WriteString(w, msg+"\n")
+		return true
+	})
+}
+
+// writeError answers with code and a one-line reason: JSON for JSON
+// clients, else the page that page writes (when page is not nil and
+// reports that it wrote one), else plain text. The live node and the
+// mirror both answer errors this way.
+func writeError(w http.ResponseWriter, r *http.Request, code int, msg string, page func() bool) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
+		h.Set("Retry-After", "1")
 	}
+	if wantsJSON(r) {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg})
+		return
+	}
+	if page != nil && page() {
+		return
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, msg+"\n")
 }
 
 // wantsJSON reports whether the client should get JSON: every /api/ call,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -483,28 +482,13 @@ func acceptsGzip(r *http.Request) bool {
 // fail answers with a one-line reason: JSON for API and JSON clients, the
 // archive's 404 page for browsers when it has one, else plain text.
 func (m *Mirror) fail(w http.ResponseWriter, r *http.Request, a *mirrorArchive, code int, msg string) {
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	if code == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
-	}
-	switch {
-	case wantsJSON(r):
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg})
-		return
-	case code == http.StatusNotFound && a != nil && wantsHTML(r):
-		if page, ok, err := a.a.Lookup("/*"); err == nil && ok && page.Status == http.StatusNotFound {
-			if err := m.send(w, r, &page, time.Now()); err == nil {
-				return
-			}
+	writeError(w, r, code, msg, func() bool {
+		if code != http.StatusNotFound || a == nil || !wantsHTML(r) {
+			return false
 		}
-	}
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(code)
-	io.WriteString(w, msg+"\n")
+		page, ok, err := a.a.Lookup("/*")
+		return err == nil && ok && page.Status == http.StatusNotFound && m.send(w, r, &page, time.Now()) == nil
+	})
 }
 
 type mirrorMetrics struct {
