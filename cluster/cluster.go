@@ -76,10 +76,8 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.GossipAddr); err != nil {
 		return fmt.Errorf("gossip addr %q: %w", c.GossipAddr, err)
 	}
-	switch len(c.ClusterKey) {
-	case 0, 16, 24, 32:
-	default:
-		return fmt.Errorf("cluster key is %d bytes, want 16, 24 or 32", len(c.ClusterKey))
+	if err := node.CheckClusterKey(c.ClusterKey); err != nil {
+		return err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

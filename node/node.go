@@ -97,10 +97,8 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("bootstrap expect %d: must be 0 or more", c.BootstrapExpect)
 	}
-	switch len(c.ClusterKey) {
-	case 0, 16, 24, 32:
-	default:
-		return fmt.Errorf("cluster key is %d bytes, want 16, 24 or 32", len(c.ClusterKey))
+	if err := CheckClusterKey(c.ClusterKey); err != nil {
+		return err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -127,6 +125,16 @@ func (c *Config) Validate() error {
 		c.WriteHold = 7 * time.Second
 	}
 	return nil
+}
+
+// CheckClusterKey accepts no key, or an AES key of 16, 24 or 32 bytes: the
+// same key encrypts gossip and derives the Raft port's TLS identity.
+func CheckClusterKey(key []byte) error {
+	switch len(key) {
+	case 0, 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("cluster key is %d bytes, want 16, 24 or 32", len(key))
 }
 
 // Node is one member of the Raft cluster.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/node"
 )
 
 // config is everything the flags say.
@@ -89,8 +90,8 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 		if c.ClusterKey, err = base64.StdEncoding.DecodeString(key); err != nil {
 			return nil, bad("cluster-key", errors.New("not valid base64"))
 		}
-		if n := len(c.ClusterKey); n != 16 && n != 24 && n != 32 {
-			return nil, bad("cluster-key", fmt.Errorf("decodes to %d bytes, want 16, 24 or 32", n))
+		if err := node.CheckClusterKey(c.ClusterKey); err != nil {
+			return nil, bad("cluster-key", err)
 		}
 	}
 	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
