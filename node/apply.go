@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -264,7 +265,13 @@ func (n *Node) snapshotLoop() {
 }
 
 // Snapshot takes a Raft snapshot now and returns its log index.
+// When nothing was applied since the last snapshot it returns ErrNothingNew
+// (Raft itself says so only before the first apply of the process).
 func (n *Node) Snapshot() (uint64, error) {
+	if last, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil &&
+		last > 0 && n.raft.AppliedIndex() <= last {
+		return 0, ErrNothingNew
+	}
 	applied := n.fsm.AppliedBytes()
 	f := n.raft.Snapshot()
 	if err := f.Error(); err != nil {
