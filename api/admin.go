@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"os"
@@ -19,8 +20,8 @@ import (
 // handleStatus is GET /api/v1/status.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	in := s.cfg.Store.Info()
-	st := Status{
-		Node: NodeStatus{
+	st := pastenode.Status{
+		Node: pastenode.NodeStatus{
 			ID:            in.ID,
 			State:         in.State,
 			LeaderID:      in.LeaderID,
@@ -30,14 +31,14 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 			LastContactMs: in.LastContact.Milliseconds(),
 			Version:       s.cfg.Version,
 		},
-		Members: []Member{},
+		Members: []pastenode.Member{},
 	}
 	if in.LastContact < 0 {
 		st.Node.LastContactMs = -1
 	}
 	if s.cfg.Cluster != nil {
 		for _, m := range s.cfg.Cluster.Members() {
-			st.Members = append(st.Members, Member(m))
+			st.Members = append(st.Members, pastenode.Member(m))
 		}
 	}
 	st.Store.Pastes, st.Store.Bytes = s.cfg.Store.Stats()
@@ -49,7 +50,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, errorf(http.StatusNotImplemented, "this node runs without gossip"))
 		return
 	}
-	var req JoinRequest
+	var req pastenode.JoinRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		s.error(w, r, errorf(http.StatusBadRequest, "bad JSON: %v", err))
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"mime"
 	"net/http"
@@ -96,7 +97,7 @@ func NewClient(addrs []string, opts ClientOptions) (*Client, error) {
 
 // Put creates a paste from content. content is read fully first so that the
 // request can be sent again to the next node.
-func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*Created, error) {
+func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*pastenode.Created, error) {
 	body, err := io.ReadAll(content)
 	if err != nil {
 		return nil, fmt.Errorf("read content: %w", err)
@@ -114,7 +115,7 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 	if opts.Burn {
 		q.Set("burn", "true")
 	}
-	var created Created
+	var created pastenode.Created
 	err = c.do(ctx, clientCall{
 		method: http.MethodPost, path: "/", query: q, body: body,
 		contentType: "application/octet-stream", accept: "application/json",
@@ -129,7 +130,7 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 
 // clientCreated fills c from a create's answer: the JSON body when there is
 // one, else the headers that every create answer carries.
-func clientCreated(resp *http.Response, c *Created) error {
+func clientCreated(resp *http.Response, c *pastenode.Created) error {
 	if clientIsJSON(resp.Header) {
 		if err := json.NewDecoder(resp.Body).Decode(c); err != nil {
 			return fmt.Errorf("decode create answer: %w", err)
@@ -165,12 +166,12 @@ func (c *Client) Get(ctx context.Context, idOrURL string) ([]byte, error) {
 
 // Meta returns a paste's metadata without its content; it does not burn.
 // id may be a paste URL, as for Get.
-func (c *Client) Meta(ctx context.Context, id string) (*Meta, error) {
+func (c *Client) Meta(ctx context.Context, id string) (*pastenode.Meta, error) {
 	id, err := clientPasteID(id)
 	if err != nil {
 		return nil, err
 	}
-	var m Meta
+	var m pastenode.Meta
 	if err := c.getJSON(ctx, "/api/v1/pastes/"+url.PathEscape(id), &m); err != nil {
 		return nil, err
 	}
@@ -192,8 +193,8 @@ func (c *Client) Delete(ctx context.Context, id, token string) error {
 }
 
 // Status returns the cluster as the first node that answers sees it.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	var s Status
+func (c *Client) Status(ctx context.Context) (*pastenode.Status, error) {
+	var s pastenode.Status
 	if err := c.getJSON(ctx, "/api/v1/status", &s); err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 // Join asks the node to join the gossip cluster of the seeds (gossip
 // addresses, host:port).
 func (c *Client) Join(ctx context.Context, seeds []string) error {
-	body, err := json.Marshal(JoinRequest{Addrs: seeds})
+	body, err := json.Marshal(pastenode.JoinRequest{Addrs: seeds})
 	if err != nil {
 		return err
 	}
@@ -406,7 +407,7 @@ func clientDecodeError(resp *http.Response) *APIError {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	b = bytes.TrimSpace(b)
 	if clientIsJSON(resp.Header) || bytes.HasPrefix(b, []byte("{")) {
-		var eb ErrorBody
+		var eb pastenode.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
 			e.Message = eb.Error
 			return e

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net"
 	"net/http"
@@ -48,7 +49,7 @@ func newClient(t *testing.T, addrs []string, opts api.ClientOptions) *api.Client
 func statusHandler(id string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(api.Status{Node: api.NodeStatus{ID: id}})
+		json.NewEncoder(w).Encode(pastenode.Status{Node: pastenode.NodeStatus{ID: id}})
 	}
 }
 
@@ -258,7 +259,7 @@ func TestClientPut(t *testing.T) {
 		default:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
-			json.NewEncoder(w).Encode(api.Created{ID: "x1", URL: "http://h/x1", DeleteToken: "tok", Size: len(body), Burn: true})
+			json.NewEncoder(w).Encode(pastenode.Created{ID: "x1", URL: "http://h/x1", DeleteToken: "tok", Size: len(body), Burn: true})
 		}
 	})
 	// The body is re-sent to the second node after the first refuses.

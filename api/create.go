@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"mime"
 	"net/http"
@@ -327,7 +328,7 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 2*s.cfg.MaxPasteSize+formOverhead)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	var req CreateRequest
+	var req pastenode.CreateRequest
 	if err := dec.Decode(&req); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -361,7 +362,7 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 }
 
 // create replicates a new paste, drawing a fresh id if the first is taken.
-func (s *Server) create(r *http.Request, content []byte, o options) (*Created, error) {
+func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.Created, error) {
 	token := randomString(22, "")
 	now := time.Now()
 	p := &fsm.Paste{
@@ -396,9 +397,9 @@ func (s *Server) create(r *http.Request, content []byte, o options) (*Created, e
 	return nil, errors.New("could not find a free paste id")
 }
 
-func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *Created {
+func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *pastenode.Created {
 	base := s.baseURL(r)
-	c := &Created{
+	c := &pastenode.Created{
 		ID:          p.ID,
 		URL:         base + "/" + p.ID,
 		RawURL:      base + "/raw/" + p.ID,
@@ -415,7 +416,7 @@ func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *Created {
 	return c
 }
 
-func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, c *Created, asJSON bool) {
+func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, c *pastenode.Created, asJSON bool) {
 	h := w.Header()
 	h.Set("Location", c.URL)
 	h.Set("X-Paste-Id", c.ID)

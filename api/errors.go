@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"strings"
@@ -86,7 +87,7 @@ func writeError(w http.ResponseWriter, r *http.Request, code int, msg string, pa
 	if wantsJSON(r) {
 		h.Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg})
+		_ = json.NewEncoder(w).Encode(pastenode.ErrorBody{Error: msg})
 		return
 	}
 	if page != nil && page() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"runtime"
@@ -287,8 +288,8 @@ func pageHeaders() http.Header {
 }
 
 // metaOf is the metadata of p, with its URLs under base ("" for paths).
-func metaOf(p *fsm.Paste, base string) Meta {
-	m := Meta{
+func metaOf(p *fsm.Paste, base string) pastenode.Meta {
+	m := pastenode.Meta{
 		ID:        p.ID,
 		URL:       base + "/" + p.ID,
 		RawURL:    base + "/raw/" + p.ID,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -311,7 +312,7 @@ func TestExport(t *testing.T) {
 	t.Run("meta", func(t *testing.T) {
 		for _, p := range pastes[:5] {
 			got := get(mirror, http.MethodGet, "/api/v1/pastes/"+p.ID)
-			var meta, ref Meta
+			var meta, ref pastenode.Meta
 			if err := json.Unmarshal(got.Body.Bytes(), &meta); err != nil || got.Code != http.StatusOK {
 				t.Fatalf("/api/v1/pastes/%s: got %d %q: %v", p.ID, got.Code, got.Body, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -147,7 +148,7 @@ func TestCreateForms(t *testing.T) {
 				}
 			}
 			readRaw(t, tn.URL, id, tt.want)
-			var m Meta
+			var m pastenode.Meta
 			if err := json.Unmarshal(do(t, http.MethodGet, tn.URL+"/api/v1/pastes/"+id, nil).body, &m); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +165,7 @@ func TestCreateJSON(t *testing.T) {
 	goLang, _ := ui.LookupLang("go")
 	fields := []string{"id", "url", "raw_url", "delete_token", "expires_at", "burn", "lang", "title", "size"}
 
-	check := func(t *testing.T, r response) Created {
+	check := func(t *testing.T, r response) pastenode.Created {
 		t.Helper()
 		r.wantStatus(t, http.StatusCreated)
 		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -179,7 +180,7 @@ func TestCreateJSON(t *testing.T) {
 				t.Errorf("answer has no %q: %s", f, r.body)
 			}
 		}
-		var c Created
+		var c pastenode.Created
 		json.Unmarshal(r.body, &c)
 		if c.URL != tn.URL+"/"+c.ID || c.RawURL != tn.URL+"/raw/"+c.ID || c.DeleteToken == "" {
 			t.Errorf("answer: got url %q raw_url %q token %q for id %q", c.URL, c.RawURL, c.DeleteToken, c.ID)
@@ -277,8 +278,8 @@ func TestTooLarge(t *testing.T) {
 	over := bytes.Repeat([]byte("a"), max+1)
 	mpFile, mpFileType := multipartBody(t, nil, over)
 	mpField, mpFieldType := multipartBody(t, map[string]string{"content": string(over)}, nil)
-	jsonOver, _ := json.Marshal(CreateRequest{Content: string(over)})
-	jsonHuge, _ := json.Marshal(CreateRequest{Content: strings.Repeat("a", 200<<10)})
+	jsonOver, _ := json.Marshal(pastenode.CreateRequest{Content: string(over)})
+	jsonHuge, _ := json.Marshal(pastenode.CreateRequest{Content: strings.Repeat("a", 200<<10)})
 	tests := []struct {
 		name  string
 		path  string
@@ -313,9 +314,9 @@ func TestExpire(t *testing.T) {
 	t.Run("1s disappears", func(t *testing.T) {
 		// The paste must be readable before its expiry; on a machine slow
 		// enough to read only after it, try again with a new paste.
-		var c Created
+		var c pastenode.Created
 		for attempt := 0; ; attempt++ {
-			c = createJSON(t, tn.URL, CreateRequest{Content: "short-lived", Expire: "1s"})
+			c = createJSON(t, tn.URL, pastenode.CreateRequest{Content: "short-lived", Expire: "1s"})
 			start := time.Now()
 			r := do(t, http.MethodGet, tn.URL+"/raw/"+c.ID, nil)
 			if r.StatusCode == http.StatusOK {
@@ -359,7 +360,7 @@ func TestExpire(t *testing.T) {
 			before := time.Now()
 			r := do(t, http.MethodPost, tn.URL+"/?"+tt.query, []byte("x"), "Accept", "application/json")
 			r.wantStatus(t, http.StatusCreated)
-			var c Created
+			var c pastenode.Created
 			if err := json.Unmarshal(r.body, &c); err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +411,7 @@ func TestMaxExpire(t *testing.T) {
 				r.wantReason(t, true)
 				return
 			}
-			var c Created
+			var c pastenode.Created
 			json.Unmarshal(r.body, &c)
 			checkExpiry(t, c.ExpiresAt, before, tt.after)
 		})
@@ -665,7 +666,7 @@ func TestOperations(t *testing.T) {
 
 	s := do(t, http.MethodGet, tn.URL+"/api/v1/status", nil)
 	s.wantStatus(t, http.StatusOK)
-	var st Status
+	var st pastenode.Status
 	if err := json.Unmarshal(s.body, &st); err != nil {
 		t.Fatalf("status %s: %v", s.body, err)
 	}

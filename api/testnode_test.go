@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net"
 	"net/http"
@@ -188,7 +189,7 @@ func (r response) wantReason(tb testing.TB, asJSON bool) string {
 		if !strings.HasPrefix(ct, "application/json") {
 			tb.Fatalf("error Content-Type: got %q, want application/json", ct)
 		}
-		var e ErrorBody
+		var e pastenode.ErrorBody
 		if err := json.Unmarshal(r.body, &e); err != nil {
 			tb.Fatalf("error body %q: %v", r.body, err)
 		}
@@ -225,7 +226,7 @@ func create(tb testing.TB, base string, content []byte, query string) (id, token
 }
 
 // createJSON posts req to /api/v1/pastes and decodes the answer.
-func createJSON(tb testing.TB, base string, req CreateRequest) Created {
+func createJSON(tb testing.TB, base string, req pastenode.CreateRequest) pastenode.Created {
 	tb.Helper()
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -233,7 +234,7 @@ func createJSON(tb testing.TB, base string, req CreateRequest) Created {
 	}
 	r := do(tb, http.MethodPost, base+"/api/v1/pastes", b, "Content-Type", "application/json")
 	r.wantStatus(tb, http.StatusCreated)
-	var c Created
+	var c pastenode.Created
 	if err := json.Unmarshal(r.body, &c); err != nil {
 		tb.Fatalf("create answer %q: %v", r.body, err)
 	}

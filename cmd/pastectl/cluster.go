@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ func (c *cli) statusCommand() *cobra.Command {
 
 // printStatus writes st as a table. Only the answering node knows its own
 // applied index and its last contact with the leader; other cells are "-".
-func printStatus(w io.Writer, st *api.Status) error {
+func printStatus(w io.Writer, st *pastenode.Status) error {
 	node := st.Node
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tID\tADDRESS\tROLE\tSUFFRAGE\tGOSSIP\tAPPLIED\tLAST CONTACT")

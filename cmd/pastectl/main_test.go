@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pastenode/pastenode"
 	"io"
 	"net"
 	"net/http"
@@ -15,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/pastenode/pastenode/api"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +28,7 @@ func TestMain(m *testing.M) {
 // fakeNode fakes the contract's endpoints of one node over a map.
 type fakeNode struct {
 	adminToken string
-	status     api.Status
+	status     pastenode.Status
 	ready      bool
 	export     []byte
 	exportCut  bool // promise more export bytes than are sent
@@ -44,15 +43,15 @@ type fakeNode struct {
 func newFake(t *testing.T) (*fakeNode, string) {
 	t.Helper()
 	f := &fakeNode{pastes: map[string][]byte{}, tokens: map[string]string{}, ready: true}
-	f.status = api.Status{
-		Node: api.NodeStatus{ID: "n2", State: "Follower", LeaderID: "n1", Term: 3,
+	f.status = pastenode.Status{
+		Node: pastenode.NodeStatus{ID: "n2", State: "Follower", LeaderID: "n1", Term: 3,
 			CommitIndex: 42, AppliedIndex: 41, LastContactMs: 25},
-		Members: []api.Member{
+		Members: []pastenode.Member{
 			{ID: "n1", APIAddr: "10.0.0.1:8080", Gossip: "alive", Suffrage: "voter", Leader: true},
 			{ID: "n2", APIAddr: "10.0.0.2:8080", Gossip: "alive", Suffrage: "voter"},
 			{ID: "n3", APIAddr: "10.0.0.3:8080", Gossip: "suspect", Suffrage: "nonvoter"},
 		},
-		Store: api.StoreStatus{Pastes: 12, Bytes: 3 << 20},
+		Store: pastenode.StoreStatus{Pastes: 12, Bytes: 3 << 20},
 	}
 	srv := httptest.NewServer(f.routes())
 	t.Cleanup(srv.Close)
@@ -76,7 +75,7 @@ func (f *fakeNode) routes() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(api.Created{ID: id, URL: url, RawURL: "http://" + r.Host + "/raw/" + id,
+		json.NewEncoder(w).Encode(pastenode.Created{ID: id, URL: url, RawURL: "http://" + r.Host + "/raw/" + id,
 			DeleteToken: "tok-" + id, Size: len(body)})
 	})
 	mux.HandleFunc("GET /raw/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +129,7 @@ func (f *fakeNode) routes() http.Handler {
 		}
 	}
 	mux.HandleFunc("POST /api/v1/cluster/join", admin("join", func(w http.ResponseWriter, r *http.Request) {
-		var req api.JoinRequest
+		var req pastenode.JoinRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
 		f.calls = append(f.calls, strings.Join(req.Addrs, ","))
@@ -163,7 +162,7 @@ func (f *fakeNode) isAdmin(r *http.Request) bool {
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
+	json.NewEncoder(w).Encode(pastenode.ErrorBody{Error: msg})
 }
 
 // pastectl runs the CLI in-process.
@@ -232,7 +231,7 @@ func TestPut(t *testing.T) {
 		if code != 0 || stderr != "" {
 			t.Fatalf("exit %d, stderr %q", code, stderr)
 		}
-		var c api.Created
+		var c pastenode.Created
 		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 			t.Fatalf("stdout %q: %v", stdout, err)
 		}
@@ -338,7 +337,7 @@ func TestStatus(t *testing.T) {
 	}
 
 	code, stdout, _ = pastectl(t, "", "--addr", url, "status", "-o", "json")
-	var st api.Status
+	var st pastenode.Status
 	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || len(st.Members) != 3 {
 		t.Errorf("-o json: exit %d, %v, %q", code, err, stdout)
 	}

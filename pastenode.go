@@ -1,4 +1,8 @@
-package api
+// Package pastenode holds the wire types of pastenode's HTTP contract: the JSON
+// that a node sends and that its clients read. Server (api, mirror) and client
+// (client, pastectl) share them, so both sides agree on one definition. It
+// imports nothing but the standard library.
+package pastenode
 
 import "time"
 
