@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"io"
 	"mime"
 	"net/http"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pastenode/pastenode"
 )
 
 // Client speaks the HTTP API of a pastenode cluster. It holds a list of

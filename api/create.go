@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"io"
 	"mime"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/ui"

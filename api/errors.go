@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"

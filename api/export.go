@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"io"
 	"net/http"
 	"runtime"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"

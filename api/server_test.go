@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/ui"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/pastenode/pastenode"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pastenode/pastenode"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pastenode/pastenode"
 
 	"github.com/spf13/cobra"
 
