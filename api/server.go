@@ -1,7 +1,6 @@
 // Package api serves pastenode's HTTP contract: creates, reads, burns and
-// deletes, the web UI's pages, health and metrics, and the admin calls. It
-// also holds Client, the typed client of the same contract that pastectl and
-// the tests use.
+// deletes, the web UI's pages, health and metrics, and the admin calls. The
+// typed client of the same contract is the client package.
 //
 // The handlers call small interfaces declared here (Store, Cluster), so
 // they can be tested against fakes and know nothing of Raft.

@@ -10,11 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pastenode/pastenode"
-
 	"github.com/spf13/cobra"
 
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/client"
 )
 
 func (c *cli) statusCommand() *cobra.Command {
@@ -25,8 +24,8 @@ func (c *cli) statusCommand() *cobra.Command {
 			"the leader's row is marked with *. It exits 1 when there is no leader.",
 		Args: cobra.NoArgs,
 	}
-	cmd.RunE = c.action(func(ctx context.Context, client *api.Client, args []string) error {
-		st, err := client.Status(ctx)
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		st, err := cl.Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -111,8 +110,8 @@ func (c *cli) joinCommand() *cobra.Command {
 		Use:   "join SEED [SEED...]",
 		Short: "Ask the node at --addr to join the cluster of SEED (gossip host:port)",
 		Args:  cobra.MinimumNArgs(1),
-	}, func(ctx context.Context, client *api.Client, args []string) (string, error) {
-		return "join requested via " + strings.Join(args, ", "), client.Join(ctx, args)
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
+		return "join requested via " + strings.Join(args, ", "), cl.Join(ctx, args)
 	})
 }
 
@@ -121,8 +120,8 @@ func (c *cli) removeCommand() *cobra.Command {
 		Use:   "remove NODE_ID",
 		Short: "Remove a node from the cluster",
 		Args:  cobra.ExactArgs(1),
-	}, func(ctx context.Context, client *api.Client, args []string) (string, error) {
-		return "removed " + args[0], client.Remove(ctx, args[0])
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
+		return "removed " + args[0], cl.Remove(ctx, args[0])
 	})
 }
 
@@ -131,8 +130,8 @@ func (c *cli) snapshotCommand() *cobra.Command {
 		Use:   "snapshot",
 		Short: "Force a Raft snapshot",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, client *api.Client, args []string) (string, error) {
-		return "snapshot taken", client.Snapshot(ctx)
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
+		return "snapshot taken", cl.Snapshot(ctx)
 	})
 }
 
@@ -141,17 +140,17 @@ func (c *cli) healthCommand() *cobra.Command {
 		Use:   "health",
 		Short: "Exit 0 when the node is ready (GET /readyz), else 1 with the reason",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, client *api.Client, args []string) (string, error) {
-		return "", client.Ready(ctx) // quiet: it is a container health check
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
+		return "", cl.Ready(ctx) // quiet: it is a container health check
 	})
 }
 
 // callCommand completes cmd for one API call whose only output is a
 // confirmation line in text mode; -o json stays silent because the exit
 // code is the whole answer.
-func (c *cli) callCommand(cmd *cobra.Command, call func(context.Context, *api.Client, []string) (string, error)) *cobra.Command {
-	cmd.RunE = c.action(func(ctx context.Context, client *api.Client, args []string) error {
-		done, err := call(ctx, client, args)
+func (c *cli) callCommand(cmd *cobra.Command, call func(context.Context, *client.Client, []string) (string, error)) *cobra.Command {
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		done, err := call(ctx, cl, args)
 		if err == nil && done != "" && c.output == "text" {
 			fmt.Fprintln(c.stdout, done)
 		}

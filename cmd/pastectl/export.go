@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/client"
 )
 
 func (c *cli) exportCommand() *cobra.Command {
@@ -25,15 +25,15 @@ func (c *cli) exportCommand() *cobra.Command {
 			"A progress bar is shown on stderr when it is a terminal.",
 		Args: cobra.NoArgs,
 	}
-	cmd.RunE = c.action(func(ctx context.Context, client *api.Client, args []string) error {
-		return c.export(ctx, client, out)
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		return c.export(ctx, cl, out)
 	})
 	cmd.Flags().StringVar(&out, "out", "", "the file to write (required)")
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
 
-func (c *cli) export(ctx context.Context, client *api.Client, out string) (err error) {
+func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err error) {
 	tmp := out + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -58,7 +58,7 @@ func (c *cli) export(ctx context.Context, client *api.Client, out string) (err e
 	}
 	w := &exportFile{File: f, pastes: -1}
 	start := time.Now()
-	n, err := client.Export(ctx, w, progress)
+	n, err := cl.Export(ctx, w, progress)
 	if bar != nil {
 		bar.Clear()
 	}
@@ -91,7 +91,7 @@ func (c *cli) export(ctx context.Context, client *api.Client, out string) (err e
 }
 
 // exportFile is the export's temporary file; it records the paste count
-// that api.Client.Export reports when the server sends one.
+// that client.Client.Export reports when the server sends one.
 type exportFile struct {
 	*os.File
 	pastes int64 // -1: unknown

@@ -1,6 +1,6 @@
 // Command pastectl is the command-line client of a pastenode cluster: it
 // creates, reads and deletes pastes and runs the cluster's admin calls,
-// all through api.Client.
+// all through client.Client.
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/client"
 )
 
 func main() {
@@ -136,28 +136,28 @@ func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// client returns the api.Client for the global flags.
-func (c *cli) client() (*api.Client, error) {
+// newClient returns the Client for the global flags.
+func (c *cli) newClient() (*client.Client, error) {
 	var addrs []string
 	for _, a := range strings.Split(c.addr, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			addrs = append(addrs, a)
 		}
 	}
-	client, err := api.NewClient(addrs, api.ClientOptions{AdminToken: c.adminToken, Timeout: c.timeout})
+	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, Timeout: c.timeout})
 	if err != nil {
 		return nil, usagef("--addr: %w", err)
 	}
-	return client, nil
+	return cl, nil
 }
 
 // action adapts a command's work to cobra: it builds the client, and marks
 // every error but a usageError as a failure (exit 1).
-func (c *cli) action(do func(ctx context.Context, client *api.Client, args []string) error) func(*cobra.Command, []string) error {
+func (c *cli) action(do func(ctx context.Context, cl *client.Client, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		client, err := c.client()
+		cl, err := c.newClient()
 		if err == nil {
-			err = do(cmd.Context(), client, args)
+			err = do(cmd.Context(), cl, args)
 		}
 		var usage usageError
 		if err == nil || errors.As(err, &usage) {

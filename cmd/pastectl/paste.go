@@ -7,11 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/client"
 )
 
 func (c *cli) putCommand() *cobra.Command {
-	var opts api.PutOptions
+	var opts client.PutOptions
 	cmd := &cobra.Command{
 		Use:   "put [FILE]",
 		Short: "Create a paste from FILE, or from stdin",
@@ -20,7 +20,7 @@ func (c *cli) putCommand() *cobra.Command {
 			"with -o json it prints the whole answer, token included, on stdout.",
 		Args: cobra.MaximumNArgs(1),
 	}
-	cmd.RunE = c.action(func(ctx context.Context, client *api.Client, args []string) error {
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
 		in := c.stdin
 		if len(args) == 1 && args[0] != "-" {
 			f, err := os.Open(args[0])
@@ -30,7 +30,7 @@ func (c *cli) putCommand() *cobra.Command {
 			defer f.Close()
 			in = f
 		}
-		created, err := client.Put(ctx, in, opts)
+		created, err := cl.Put(ctx, in, opts)
 		if err != nil {
 			return err
 		}
@@ -57,8 +57,8 @@ func (c *cli) getCommand() *cobra.Command {
 			"paste URL; the paste is fetched from --addr. Reading a burn paste destroys it.",
 		Args: cobra.ExactArgs(1),
 	}
-	cmd.RunE = c.action(func(ctx context.Context, client *api.Client, args []string) error {
-		content, err := client.Get(ctx, args[0])
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		content, err := cl.Get(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -75,11 +75,11 @@ func (c *cli) deleteCommand() *cobra.Command {
 		Short: "Delete a paste",
 		Long:  "delete deletes a paste with its delete token; with --admin-token the token may be omitted.",
 		Args:  cobra.ExactArgs(1),
-	}, func(ctx context.Context, client *api.Client, args []string) (string, error) {
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
 		if token == "" && c.adminToken == "" {
 			return "", usagef("delete needs --token (or --admin-token)")
 		}
-		return "deleted " + args[0], client.Delete(ctx, args[0], token)
+		return "deleted " + args[0], cl.Delete(ctx, args[0], token)
 	})
 	cmd.Flags().StringVar(&token, "token", "", "the delete token that put printed")
 	return cmd

@@ -1,4 +1,4 @@
-package api_test
+package client_test
 
 import (
 	"bytes"
@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode"
-
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/client"
 )
 
 // refusedAddr returns an address on which nothing listens.
@@ -38,11 +37,11 @@ func serve(t *testing.T, h http.HandlerFunc) string {
 	return srv.URL
 }
 
-func newClient(t *testing.T, addrs []string, opts api.ClientOptions) *api.Client {
+func newClient(t *testing.T, addrs []string, opts client.Options) *client.Client {
 	t.Helper()
-	c, err := api.NewClient(addrs, opts)
+	c, err := client.New(addrs, opts)
 	if err != nil {
-		t.Fatalf("NewClient(%q): %v", addrs, err)
+		t.Fatalf("New(%q): %v", addrs, err)
 	}
 	return c
 }
@@ -79,7 +78,7 @@ func TestClientAddressFallback(t *testing.T) {
 		name     string
 		addrs    []string
 		wantNode string // empty: an error is expected
-		wantCode int    // the *APIError status, 0 for none
+		wantCode int    // the *Error status, 0 for none
 	}{
 		{"first refuses", []string{refused, good}, "good", 0},
 		{"without scheme", []string{strings.TrimPrefix(good, "http://")}, "good", 0},
@@ -92,7 +91,7 @@ func TestClientAddressFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClient(t, tt.addrs, api.ClientOptions{Timeout: 200 * time.Millisecond})
+			c := newClient(t, tt.addrs, client.Options{Timeout: 200 * time.Millisecond})
 			st, err := c.Status(context.Background())
 			if tt.wantNode != "" {
 				if err != nil {
@@ -106,7 +105,7 @@ func TestClientAddressFallback(t *testing.T) {
 			if err == nil {
 				t.Fatal("Status: got no error")
 			}
-			var apiErr *api.APIError
+			var apiErr *client.Error
 			gotCode := 0
 			if errors.As(err, &apiErr) {
 				gotCode = apiErr.StatusCode
@@ -140,10 +139,10 @@ func TestClientErrorDecoding(t *testing.T) {
 				w.WriteHeader(tt.code)
 				io.WriteString(w, tt.body)
 			})
-			err := newClient(t, []string{url}, api.ClientOptions{}).Delete(context.Background(), "abc", "tok")
-			var apiErr *api.APIError
+			err := newClient(t, []string{url}, client.Options{}).Delete(context.Background(), "abc", "tok")
+			var apiErr *client.Error
 			if !errors.As(err, &apiErr) {
-				t.Fatalf("Delete: got %v, want an *APIError", err)
+				t.Fatalf("Delete: got %v, want an *Error", err)
 			}
 			if apiErr.StatusCode != tt.code || apiErr.Message != tt.wantMsg {
 				t.Errorf("got %d %q, want %d %q", apiErr.StatusCode, apiErr.Message, tt.code, tt.wantMsg)
@@ -165,7 +164,7 @@ func TestClientGetURLForms(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(content)
 	})
-	c := newClient(t, []string{url}, api.ClientOptions{})
+	c := newClient(t, []string{url}, client.Options{})
 
 	tests := []struct {
 		in      string
@@ -216,7 +215,7 @@ func TestClientAdminToken(t *testing.T) {
 					w.WriteHeader(http.StatusNoContent)
 				}
 			})
-			c := newClient(t, []string{url}, api.ClientOptions{AdminToken: token})
+			c := newClient(t, []string{url}, client.Options{AdminToken: token})
 			ctx := context.Background()
 			calls := map[string]error{
 				"Join":     c.Join(ctx, []string{"10.0.0.1:7946"}),
@@ -264,9 +263,9 @@ func TestClientPut(t *testing.T) {
 		}
 	})
 	// The body is re-sent to the second node after the first refuses.
-	c := newClient(t, []string{refusedAddr(t), url}, api.ClientOptions{})
+	c := newClient(t, []string{refusedAddr(t), url}, client.Options{})
 	got, err := c.Put(context.Background(), strings.NewReader("package main\n"),
-		api.PutOptions{Lang: "go", Expire: "1h", Burn: true, Title: "a b&c"})
+		client.PutOptions{Lang: "go", Expire: "1h", Burn: true, Title: "a b&c"})
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}
@@ -289,11 +288,11 @@ func TestClientDeleteToken(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	c := newClient(t, []string{url}, api.ClientOptions{})
+	c := newClient(t, []string{url}, client.Options{})
 	if err := c.Delete(context.Background(), "abc", "right"); err != nil {
 		t.Errorf("Delete with the right token: %v", err)
 	}
-	var apiErr *api.APIError
+	var apiErr *client.Error
 	if err := c.Delete(context.Background(), "abc", "wrong"); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
 		t.Errorf("Delete with a wrong token: got %v, want 403", err)
 	}
@@ -302,12 +301,12 @@ func TestClientDeleteToken(t *testing.T) {
 func TestClientReady(t *testing.T) {
 	ok := serve(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	notReady := serve(t, unavailable("no leader"))
-	c := newClient(t, []string{ok}, api.ClientOptions{})
+	c := newClient(t, []string{ok}, client.Options{})
 	if err := c.Ready(context.Background()); err != nil {
 		t.Errorf("Ready: %v", err)
 	}
 	// Readiness is about the node asked: its 503 does not fall through.
-	c = newClient(t, []string{notReady, ok}, api.ClientOptions{})
+	c = newClient(t, []string{notReady, ok}, client.Options{})
 	err := c.Ready(context.Background())
 	if err == nil || err.Error() != "503 Service Unavailable: no leader" {
 		t.Errorf("Ready on a node without leader: got %v", err)
@@ -357,7 +356,7 @@ func TestClientExport(t *testing.T) {
 			var out pasteCounter
 			var calls int
 			var lastDone, lastTotal int64
-			n, err := newClient(t, []string{url}, api.ClientOptions{}).Export(context.Background(), &out,
+			n, err := newClient(t, []string{url}, client.Options{}).Export(context.Background(), &out,
 				func(done, total int64) { calls++; lastDone, lastTotal = done, total })
 			if err != nil {
 				t.Fatalf("Export: %v", err)
@@ -375,10 +374,10 @@ func TestClientExport(t *testing.T) {
 	}
 }
 
-func TestNewClientAddrs(t *testing.T) {
+func TestNewAddrs(t *testing.T) {
 	for _, addrs := range [][]string{nil, {"ftp://host:21"}, {"http://"}, {"http://[::1"}} {
-		if _, err := api.NewClient(addrs, api.ClientOptions{}); err == nil {
-			t.Errorf("NewClient(%q): got no error", addrs)
+		if _, err := client.New(addrs, client.Options{}); err == nil {
+			t.Errorf("New(%q): got no error", addrs)
 		}
 	}
 }

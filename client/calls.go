@@ -1,0 +1,260 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/pastenode/pastenode"
+)
+
+// PutOptions are the options of a create, sent as query parameters.
+type PutOptions struct {
+	Lang   string // syntax-highlighting language; empty is plain text
+	Expire string // "never" or a duration like "10m", "1d"; empty is the server's default
+	Title  string
+	Burn   bool // hand the content to exactly one reader
+}
+
+// Put creates a paste from content. content is read fully first so that the
+// request can be sent again to the next node.
+func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*pastenode.Created, error) {
+	body, err := io.ReadAll(content)
+	if err != nil {
+		return nil, fmt.Errorf("read content: %w", err)
+	}
+	q := url.Values{}
+	if opts.Lang != "" {
+		q.Set("lang", opts.Lang)
+	}
+	if opts.Expire != "" {
+		q.Set("expire", opts.Expire)
+	}
+	if opts.Title != "" {
+		q.Set("title", opts.Title)
+	}
+	if opts.Burn {
+		q.Set("burn", "true")
+	}
+	var created pastenode.Created
+	err = c.do(ctx, call{
+		method: http.MethodPost, path: "/", query: q, body: body,
+		contentType: "application/octet-stream", accept: "application/json",
+	}, func(resp *http.Response) error {
+		return decodeCreated(resp, &created)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &created, nil
+}
+
+// decodeCreated fills c from a create's answer: the JSON body when there is
+// one, else the headers that every create answer carries.
+func decodeCreated(resp *http.Response, c *pastenode.Created) error {
+	if isJSON(resp.Header) {
+		if err := json.NewDecoder(resp.Body).Decode(c); err != nil {
+			return fmt.Errorf("decode create answer: %w", err)
+		}
+		return nil
+	}
+	c.ID = resp.Header.Get("X-Paste-Id")
+	c.URL = resp.Header.Get("Location")
+	c.DeleteToken = resp.Header.Get("X-Delete-Token")
+	if c.ID == "" || c.URL == "" {
+		return errors.New("create answer has neither JSON nor X-Paste-Id and Location")
+	}
+	return nil
+}
+
+// Get returns the exact bytes of a paste; reading a burn paste consumes it.
+// idOrURL is an id or a paste URL (".../ID", ".../raw/ID", with or without
+// a "#fragment"); only the id is used, and it is fetched from the Client's
+// nodes, not from the URL's host.
+func (c *Client) Get(ctx context.Context, idOrURL string) ([]byte, error) {
+	id, err := pasteID(idOrURL)
+	if err != nil {
+		return nil, err
+	}
+	var content []byte
+	err = c.do(ctx, call{method: http.MethodGet, path: "/raw/" + url.PathEscape(id)},
+		func(resp *http.Response) error {
+			content, err = io.ReadAll(resp.Body)
+			return err
+		})
+	return content, err
+}
+
+// Meta returns a paste's metadata without its content; it does not burn.
+// id may be a paste URL, as for Get.
+func (c *Client) Meta(ctx context.Context, id string) (*pastenode.Meta, error) {
+	id, err := pasteID(id)
+	if err != nil {
+		return nil, err
+	}
+	var m pastenode.Meta
+	if err := c.getJSON(ctx, "/api/v1/pastes/"+url.PathEscape(id), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Delete deletes a paste with its delete token. With an admin token the
+// delete token may be empty. id may be a paste URL, as for Get.
+func (c *Client) Delete(ctx context.Context, id, token string) error {
+	id, err := pasteID(id)
+	if err != nil {
+		return err
+	}
+	cl := call{method: http.MethodDelete, path: "/" + url.PathEscape(id)}
+	if token != "" {
+		cl.header = http.Header{"X-Delete-Token": {token}}
+	}
+	return c.do(ctx, cl, nil)
+}
+
+// Status returns the cluster as the first node that answers sees it.
+func (c *Client) Status(ctx context.Context) (*pastenode.Status, error) {
+	var s pastenode.Status
+	if err := c.getJSON(ctx, "/api/v1/status", &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Join asks the node to join the gossip cluster of the seeds (gossip
+// addresses, host:port).
+func (c *Client) Join(ctx context.Context, seeds []string) error {
+	body, err := json.Marshal(pastenode.JoinRequest{Addrs: seeds})
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, call{
+		method: http.MethodPost, path: "/api/v1/cluster/join", body: body,
+		contentType: "application/json", accept: "application/json",
+	}, nil)
+}
+
+// Remove removes a node from Raft and gossip.
+func (c *Client) Remove(ctx context.Context, nodeID string) error {
+	return c.do(ctx, call{
+		method: http.MethodDelete, path: "/api/v1/cluster/nodes/" + url.PathEscape(nodeID),
+		accept: "application/json",
+	}, nil)
+}
+
+// Snapshot forces a Raft snapshot.
+func (c *Client) Snapshot(ctx context.Context) error {
+	return c.do(ctx, call{
+		method: http.MethodPost, path: "/api/v1/snapshot", accept: "application/json",
+	}, nil)
+}
+
+// Ready returns nil when the first node that answers is ready (knows a
+// leader, has applied what it has committed). Readiness is a question about
+// one node, so its 503 is final here rather than a reason to ask the next.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, call{method: http.MethodGet, path: "/readyz", final503: true}, nil)
+}
+
+// Export streams the CDB export to w and returns the number of bytes written.
+// progress, if not nil, is called with (0, total) once the answer starts and
+// after every write; total is -1 when the server does not say.
+//
+// If w has a method SetExportPastes(n int64), it is called with the server's
+// X-Export-Pastes count (header or trailer) when the server sends one.
+func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (int64, error) {
+	var n int64
+	err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/export.cdb", stream: true},
+		func(resp *http.Response) error {
+			total := resp.ContentLength
+			pw := &progressWriter{w: w, total: total, progress: progress}
+			if progress != nil {
+				progress(0, total)
+			}
+			var err error
+			n, err = io.Copy(pw, resp.Body)
+			if err != nil {
+				return err
+			}
+			if s, ok := w.(interface{ SetExportPastes(int64) }); ok {
+				v := resp.Trailer.Get("X-Export-Pastes")
+				if v == "" {
+					v = resp.Header.Get("X-Export-Pastes")
+				}
+				if p, err := strconv.ParseInt(v, 10, 64); err == nil {
+					s.SetExportPastes(p)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return n, fmt.Errorf("export: %w", err)
+	}
+	return n, nil
+}
+
+// progressWriter reports the bytes written through it to progress.
+type progressWriter struct {
+	w        io.Writer
+	done     int64
+	total    int64
+	progress func(done, total int64)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.done += int64(n)
+	if p.progress != nil {
+		p.progress(p.done, p.total)
+	}
+	return n, err
+}
+
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	return c.do(ctx, call{method: http.MethodGet, path: path, accept: "application/json"},
+		func(resp *http.Response) error {
+			if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+				return fmt.Errorf("decode %s: %w", path, err)
+			}
+			return nil
+		})
+}
+
+func isJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json"
+}
+
+// pasteID extracts the id from an id or a paste URL.
+func pasteID(s string) (string, error) {
+	in := s
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return "", fmt.Errorf("paste URL %q: %w", in, err)
+		}
+		// The id is the last path segment of /ID, /raw/ID, or either
+		// under a prefix when the nodes sit behind a proxy.
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			s = path.Base(p)
+		} else {
+			s = ""
+		}
+	} else {
+		s, _, _ = strings.Cut(s, "#")
+	}
+	if s == "" || strings.Contains(s, "/") {
+		return "", fmt.Errorf("not a paste id or URL: %q", in)
+	}
+	return s, nil
+}

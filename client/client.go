@@ -1,0 +1,191 @@
+// Package client is the typed HTTP client of a pastenode cluster, the one
+// that pastectl and the tests use. It speaks the contract of API.md over a
+// list of node addresses, falling through to the next node when one cannot
+// be reached or has no quorum, and turns error answers back into errors that
+// callers test with errors.Is and errors.As (see Error). It depends on the
+// standard library and the wire types of the root package only, so a
+// program that talks to a cluster does not link the server.
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client speaks the HTTP API of a pastenode cluster. It holds a list of
+// node addresses and asks them in order: a node that cannot be reached, or
+// that answers 503 (no quorum, no leader), is skipped for the next one.
+// Any other answer, success or error, is final.
+type Client struct {
+	bases      []*url.URL
+	adminToken string
+	timeout    time.Duration
+	hc         *http.Client
+}
+
+// Options configures a Client. The zero value is usable.
+type Options struct {
+	// AdminToken, when set, is sent as "Authorization: Bearer" on every
+	// request.
+	AdminToken string
+	// Timeout bounds each attempt against one node, until its answer has
+	// been read. Export's body is streamed without this limit. Zero means
+	// no limit beyond the context's.
+	Timeout time.Duration
+	// HTTPClient replaces http.DefaultClient, e.g. for custom TLS.
+	HTTPClient *http.Client
+}
+
+// New returns a Client for the nodes at addrs, each a base URL such as
+// "http://127.0.0.1:8080" or a bare "host:port", which means http.
+func New(addrs []string, opts Options) (*Client, error) {
+	if len(addrs) == 0 {
+		return nil, errors.New("no node address given")
+	}
+	c := &Client{adminToken: opts.AdminToken, timeout: opts.Timeout, hc: opts.HTTPClient}
+	if c.hc == nil {
+		c.hc = http.DefaultClient
+	}
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		u, err := url.Parse(a)
+		if err != nil {
+			return nil, fmt.Errorf("node address %q: %w", a, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("node address %q: want http://host:port or host:port", a)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawQuery, u.Fragment = "", ""
+		c.bases = append(c.bases, u)
+	}
+	return c, nil
+}
+
+// call is one logical request, sent to each node in turn.
+type call struct {
+	method, path string
+	query        url.Values
+	body         []byte
+	contentType  string
+	accept       string
+	header       http.Header
+	stream       bool // the body may take long: Timeout ends at the headers
+	final503     bool // a 503 is the answer, not a reason to try the next node
+}
+
+// do sends cl to each node in order until one answers, and hands a 2xx
+// answer to handle (nil: ignore the body). Non-2xx answers become *Error.
+func (c *Client) do(ctx context.Context, cl call, handle func(*http.Response) error) error {
+	var lastErr error
+	for _, base := range c.bases {
+		next, err := c.attempt(ctx, base, cl, handle)
+		if err == nil {
+			return nil
+		}
+		if !next || ctx.Err() != nil {
+			return err
+		}
+		// A node's 503 reason says more than a later node's dial error.
+		var apiErr *Error
+		if lastErr == nil || !errors.As(lastErr, &apiErr) || errors.As(err, &apiErr) {
+			lastErr = err
+		}
+	}
+	if len(c.bases) > 1 {
+		return fmt.Errorf("no node could answer (tried %d): %w", len(c.bases), lastErr)
+	}
+	return lastErr
+}
+
+// attempt makes cl against one node. next reports whether the error
+// allows trying another node: the node was not reached, or it said 503.
+func (c *Client) attempt(ctx context.Context, base *url.URL, cl call, handle func(*http.Response) error) (next bool, err error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var timer *time.Timer
+	if c.timeout > 0 {
+		timer = time.AfterFunc(c.timeout, func() {
+			cancel(fmt.Errorf("no answer from %s within %s", base.Host, c.timeout))
+		})
+		defer timer.Stop()
+	}
+	req, err := c.newRequest(actx, base, cl)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return true, timedOut(ctx, actx, err)
+	}
+	defer resp.Body.Close()
+	if cl.stream && timer != nil {
+		timer.Stop()
+	}
+	if next, err := classify(resp, cl.final503); err != nil || handle == nil {
+		return next, err
+	}
+	if err := handle(resp); err != nil {
+		return false, timedOut(ctx, actx, err)
+	}
+	return false, nil
+}
+
+// newRequest builds cl's request to the node at base, with the admin token
+// when the Client has one.
+func (c *Client) newRequest(ctx context.Context, base *url.URL, cl call) (*http.Request, error) {
+	u := *base
+	u.Path += cl.path
+	u.RawQuery = cl.query.Encode()
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range cl.header {
+		req.Header[k] = vs
+	}
+	if cl.contentType != "" {
+		req.Header.Set("Content-Type", cl.contentType)
+	}
+	if cl.accept != "" {
+		req.Header.Set("Accept", cl.accept)
+	}
+	if c.adminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
+	return req, nil
+}
+
+// classify turns a non-2xx answer into its *Error; next reports whether
+// that error lets the next node be asked, which only a 503 does, and not
+// when final503 says the 503 is the answer. A 2xx answer gives no error.
+func classify(resp *http.Response, final503 bool) (next bool, err error) {
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		return false, nil
+	}
+	return resp.StatusCode == http.StatusServiceUnavailable && !final503, errorFrom(resp)
+}
+
+// timedOut gives the attempt's timeout as the error instead of "context
+// canceled" when the attempt's context actx ended by it and not because
+// the caller's ctx did.
+func timedOut(ctx, actx context.Context, err error) error {
+	if cause := context.Cause(actx); cause != nil && ctx.Err() == nil {
+		return cause
+	}
+	return err
+}
