@@ -1,7 +1,8 @@
 // Package pastenode holds the wire types of pastenode's HTTP contract: the JSON
 // that a node sends and that its clients read. Server (api, mirror) and client
-// (client, pastectl) share them, so both sides agree on one definition. It
-// imports nothing but the standard library.
+// (client, pastectl) share them, so both sides agree on one definition. Beside
+// them sits FormatSize, the one way both the web pages and pastectl show a
+// byte count. The package imports nothing but the standard library.
 package pastenode
 
 import "time"

@@ -1,10 +1,8 @@
 package ui
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -65,26 +63,4 @@ func plural(n int64, unit string) string {
 		return "1 " + unit
 	}
 	return strconv.FormatInt(n, 10) + " " + unit + "s"
-}
-
-// humanSize writes a byte count the way people read it: "512 bytes",
-// "1.5 KiB", "12 MiB".
-func humanSize(n int64) string {
-	if n < 1024 {
-		return plural(n, "byte")
-	}
-	v := float64(n)
-	unit := ""
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		unit = u
-		if v < 1024 {
-			break
-		}
-	}
-	s := strconv.FormatFloat(v, 'f', 0, 64)
-	if v < 10 {
-		s = strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
-	}
-	return s + " " + unit
 }

@@ -35,25 +35,3 @@ func TestRelTime(t *testing.T) {
 		})
 	}
 }
-
-func TestHumanSize(t *testing.T) {
-	tests := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0 bytes"},
-		{1, "1 byte"},
-		{1023, "1023 bytes"},
-		{1024, "1 KiB"},
-		{1536, "1.5 KiB"},
-		{10*1024 - 1, "10 KiB"},
-		{256 << 10, "256 KiB"},
-		{1 << 20, "1 MiB"},
-		{5 << 30, "5 GiB"},
-	}
-	for _, tt := range tests {
-		if got := humanSize(tt.n); got != tt.want {
-			t.Errorf("humanSize(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}

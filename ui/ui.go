@@ -3,7 +3,6 @@ package ui
 import (
 	"embed"
 	"fmt"
-	"github.com/alecthomas/chroma/v2"
 	"html/template"
 	"io"
 	"net/http"
@@ -11,6 +10,10 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/alecthomas/chroma/v2"
+
+	"github.com/pastenode/pastenode"
 )
 
 //go:embed templates/*.html static/app.css static/app.js
@@ -200,7 +203,7 @@ func (u *UI) Index(w io.Writer, d IndexData) error {
 		v.ExpireChoices = append(v.ExpireChoices, choice{Value: e.Value, Label: e.Label, Selected: sel})
 	}
 	if d.MaxSize > 0 {
-		v.MaxSizeText = humanSize(d.MaxSize)
+		v.MaxSizeText = pastenode.FormatSize(d.MaxSize)
 	}
 	return u.render(w, "index", v)
 }
@@ -229,7 +232,7 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 		Paste:     p,
 		Heading:   titleOf(p),
 		LangLabel: langLabel(p.Lang),
-		Size:      humanSize(int64(len(p.Content))),
+		Size:      pastenode.FormatSize(int64(len(p.Content))),
 		Created:   newStamp(p.CreatedAt, now),
 		Download:  p.ID + fileExt(p.Lang),
 	}
@@ -255,7 +258,7 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	lexer := lexerFor(p.Lang)
 	if lexer != nil && len(p.Content) > u.opts.MaxHighlightBytes {
 		lexer = nil
-		v.Notes = append(v.Notes, "This paste is larger than "+humanSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
+		v.Notes = append(v.Notes, "This paste is larger than "+pastenode.FormatSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
 	}
 	v.Body, v.Lines = u.body(p, lexer, text)
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)

@@ -80,7 +80,7 @@ func printStatus(w io.Writer, st *pastenode.Status) error {
 		leader = "none"
 	}
 	_, err := fmt.Fprintf(w, "\npastes: %d, bytes: %d (%s)\nterm: %d, commit index: %d, leader: %s (asked %s)\n",
-		st.Store.Pastes, st.Store.Bytes, humanBytes(st.Store.Bytes), node.Term, node.CommitIndex, leader, node.ID)
+		st.Store.Pastes, st.Store.Bytes, pastenode.FormatSize(st.Store.Bytes), node.Term, node.CommitIndex, leader, node.ID)
 	return err
 }
 
@@ -89,20 +89,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// humanBytes formats n in binary units, e.g. "1.5 MiB".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func (c *cli) joinCommand() *cobra.Command {

@@ -331,7 +331,7 @@ func TestStatus(t *testing.T) {
 			t.Errorf("row %s: %q, want %q\n%s", id, got, w, stdout)
 		}
 	}
-	for _, s := range []string{"pastes: 12, bytes: 3145728 (3.0 MiB)", "term: 3, commit index: 42"} {
+	for _, s := range []string{"pastes: 12, bytes: 3145728 (3 MiB)", "term: 3, commit index: 42"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, stdout)
 		}
