@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -94,7 +95,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]uint64{"index": index})
 }
 
-// handleExport is GET /api/v1/export.cdb: the archive of WriteExport. It is
+// handleExport is GET /api/v1/export.cdb: the archive of mirror.WriteExport. It is
 // built in a temporary file first, so the answer has a Content-Length and
 // the paste count in a header; a HEAD builds it too, to give both.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +115,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	st, err := WriteExport(r.Context(), f, s.cfg.Store.View(), pages, start)
+	st, err := mirror.WriteExport(r.Context(), f, s.cfg.Store.View(), pages, start)
 	if err != nil {
 		s.error(w, r, err)
 		return

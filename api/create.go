@@ -206,13 +206,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A browser's form post ends on the paste's page.
-	if form != nil && wantsHTML(r) {
+	if form != nil && ui.WantsHTML(r) {
 		w.Header().Set("X-Paste-Id", created.ID)
 		w.Header().Set("X-Delete-Token", created.DeleteToken)
 		http.Redirect(w, r, "/"+created.ID, http.StatusSeeOther)
 		return
 	}
-	s.writeCreated(w, r, created, wantsJSON(r))
+	s.writeCreated(w, r, created, ui.WantsJSON(r))
 }
 
 // readCreateBody returns the paste content and, for form posts, the form.
@@ -245,7 +245,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			return s.checkSize(b, form)
 		}
 		content := first(form, "content")
-		if wantsHTML(r) {
+		if ui.WantsHTML(r) {
 			// A browser sends every line break of a textarea as CRLF
 			// (HTML form submission), whatever was typed. The paste is
 			// the text the form showed, with LF, as the script's JSON

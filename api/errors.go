@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
-
-	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
+	"github.com/pastenode/pastenode/ui"
 )
 
 // httpError is an error with the status code it answers with.
@@ -63,8 +60,8 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	case code >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
-	writeError(w, r, code, msg, func() bool {
-		if !wantsHTML(r) || r.Method == http.MethodHead {
+	ui.WriteError(w, r, code, msg, func() bool {
+		if !ui.WantsHTML(r) || r.Method == http.MethodHead {
 			return false
 		}
 		s.htmlHeaders(w)
@@ -72,46 +69,6 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		_ = s.cfg.UI.Error(w, code, msg)
 		return true
 	})
-}
-
-// writeError answers with code and a one-line reason: JSON for JSON
-// clients, else the page that page writes (when page is not nil and
-// reports that it wrote one), else plain text. The live node and the
-// mirror both answer errors this way.
-func writeError(w http.ResponseWriter, r *http.Request, code int, msg string, page func() bool) {
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
-		h.Set("Retry-After", "1")
-	}
-	if wantsJSON(r) {
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(pastenode.ErrorBody{Error: msg})
-		return
-	}
-	if page != nil && page() {
-		return
-	}
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(code)
-	io.WriteString(w, msg+"\n")
-}
-
-// wantsJSON reports whether the client should get JSON: every /api/ call,
-// and clients that accept application/json before text/html.
-func wantsJSON(r *http.Request) bool {
-	if strings.HasPrefix(r.URL.Path, "/api/") {
-		return true
-	}
-	accept := r.Header.Get("Accept")
-	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
-}
-
-// wantsHTML reports whether the client is a browser asking for a page.
-func wantsHTML(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

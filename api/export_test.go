@@ -2,455 +2,20 @@ package api
 
 import (
 	"bytes"
-	"compress/gzip"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pastenode/pastenode"
-
-	"github.com/hashicorp/raft"
-
-	"github.com/pastenode/pastenode/cdb"
-	"github.com/pastenode/pastenode/fsm"
-	"github.com/pastenode/pastenode/node"
-	"github.com/pastenode/pastenode/ui"
+	"github.com/pastenode/pastenode/mirror"
 )
-
-// exportFSM is a real state machine fed create commands directly, without
-// Raft.
-type exportFSM struct {
-	*fsm.FSM
-	index uint64
-}
-
-func newExportFSM() *exportFSM { return &exportFSM{FSM: fsm.New()} }
-
-// add creates the pastes in one batch of log entries.
-func (f *exportFSM) add(tb testing.TB, pastes ...*fsm.Paste) {
-	tb.Helper()
-	logs := make([]*raft.Log, len(pastes))
-	for i, p := range pastes {
-		if p.TokenHash == nil {
-			p.TokenHash = fsm.HashToken("token")
-		}
-		b, err := fsm.Encode(&fsm.Command{Type: fsm.TypeCreate, Now: p.CreatedAt, Paste: p})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		f.index++
-		logs[i] = &raft.Log{Index: f.index, Type: raft.LogCommand, Data: b}
-	}
-	for i, res := range f.ApplyBatch(logs) {
-		if err := res.(*fsm.Result).Err; err != nil {
-			tb.Fatalf("create %s: %v", pastes[i].ID, err)
-		}
-	}
-}
-
-// exportStore serves an exportFSM as the live node's Store, for comparing
-// the mirror with the live handlers. Writes are refused.
-type exportStore struct{ f *exportFSM }
-
-func (s exportStore) Apply(context.Context, *fsm.Command) (*fsm.Result, error) {
-	return nil, node.ErrNoLeader
-}
-func (s exportStore) Get(_ context.Context, id string) (*fsm.Paste, bool) {
-	return s.f.Get(id, time.Now())
-}
-func (s exportStore) Consume(context.Context, string) (*fsm.Paste, error) {
-	return nil, node.ErrNoLeader
-}
-func (s exportStore) View() fsm.View            { return s.f.View() }
-func (s exportStore) Stats() (int64, int64)     { return s.f.Stats() }
-func (s exportStore) Info() node.Info           { return node.Info{ID: "fsm", State: "leader"} }
-func (s exportStore) Ready() error              { return nil }
-func (s exportStore) Snapshot() (uint64, error) { return 0, node.ErrNothingNew }
-
-// liveServer is the live API over f.
-func liveServer(tb testing.TB, f *exportFSM) *Server {
-	tb.Helper()
-	pages, err := ui.New(ui.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s, err := NewServer(Config{Store: exportStore{f}, UI: pages, MaxPasteSize: 1 << 20})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
-
-// writeExportFile exports f at now to a new file in dir and returns its
-// path and the stats.
-func writeExportFile(tb testing.TB, dir string, f *exportFSM, now time.Time) (string, ExportStats) {
-	tb.Helper()
-	pages := mirrorPages(tb)
-	out, err := os.CreateTemp(dir, "export-*.cdb")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer out.Close()
-	st, err := WriteExport(context.Background(), out, f.View(), pages, now)
-	if err != nil {
-		tb.Fatalf("WriteExport: %v", err)
-	}
-	return out.Name(), st
-}
-
-// mirrorPages is the UI an export renders with.
-func mirrorPages(tb testing.TB) *ui.UI {
-	tb.Helper()
-	u, err := ui.New(ui.Options{Mirror: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return u
-}
-
-// startMirror serves the archive at path until the test ends.
-func startMirror(tb testing.TB, cfg MirrorConfig) *Mirror {
-	tb.Helper()
-	m, err := NewMirror(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
-		tb.Fatalf("start mirror: %v", err)
-	}
-	tb.Cleanup(func() {
-		cancel()
-		m.Close()
-	})
-	return m
-}
-
-// get sends one request to h and returns the recorded answer; headers are
-// "Key", "value" pairs.
-func get(h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, target, nil)
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
-}
-
-func TestExport(t *testing.T) {
-	now := time.Now()
-	at := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
-	binary := make([]byte, 512)
-	for i := range binary {
-		binary[i] = byte(i * 7)
-	}
-	large := bytes.Repeat([]byte("a large paste that compresses very well\n"), 5000)
-	pastes := []*fsm.Paste{
-		{ID: "plain", Content: []byte("package main\n\nfunc main() {}\n"), Lang: "go", Title: "A title", CreatedAt: at(-time.Hour)},
-		{ID: "binary", Content: binary, CreatedAt: at(-time.Hour)},
-		{ID: "large", Content: large, CreatedAt: at(-time.Hour)},
-		{ID: "secret", Content: []byte("pn1.k.AAAAAAAAAAAAAAAA.BBBBBBBBBBBBBBBBBBBBBB"), Encrypted: true, CreatedAt: at(-time.Hour)},
-		{ID: "expiring", Content: []byte("for an hour\n"), CreatedAt: at(-time.Minute), ExpiresAt: at(time.Hour)},
-		{ID: "burn", Content: []byte("read me once\n"), Burn: true, CreatedAt: at(-time.Minute)},
-		{ID: "burnsecret", Content: []byte("pn1.k.AAAA.BBBB"), Burn: true, Encrypted: true, CreatedAt: at(-time.Minute)},
-		{ID: "expired", Content: []byte("gone\n"), CreatedAt: at(-time.Hour), ExpiresAt: at(-time.Second)},
-		{ID: "not a/path", Content: []byte("the store takes any id\n"), CreatedAt: at(-time.Hour)},
-	}
-	f := newExportFSM()
-	f.add(t, pastes...)
-	path, st := writeExportFile(t, t.TempDir(), f, now)
-
-	want := ExportStats{Index: f.index, Pastes: 5, Burn: 2, Expired: 1, Skipped: 1,
-		Bytes: int64(len(pastes[0].Content) + len(binary) + len(large) + len(pastes[3].Content) + len(pastes[4].Content))}
-	if st != want {
-		t.Errorf("stats: got %+v, want %+v", st, want)
-	}
-
-	t.Run("deterministic", func(t *testing.T) {
-		again, _ := writeExportFile(t, t.TempDir(), f, now)
-		a, _ := os.ReadFile(path)
-		b, _ := os.ReadFile(again)
-		if !bytes.Equal(a, b) {
-			t.Errorf("two exports of one view at one time differ (%d and %d bytes)", len(a), len(b))
-		}
-	})
-
-	t.Run("archive", func(t *testing.T) {
-		a, err := cdb.OpenArchive(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		paths, err := a.Paths()
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantPaths := []string{"/", "/*", "/static/app.css", "/static/app.js"}
-		for _, id := range []string{"plain", "binary", "large", "secret", "expiring"} {
-			wantPaths = append(wantPaths, "/"+id, "/raw/"+id, "/api/v1/pastes/"+id)
-		}
-		slices.Sort(wantPaths)
-		if !slices.Equal(paths, wantPaths) {
-			t.Errorf("paths:\n got %q\nwant %q", paths, wantPaths)
-		}
-		res, ok, err := a.Lookup("/raw/large")
-		if err != nil || !ok || res.ContentEncoding() != "gzip" || len(res.Body) >= len(large)/10 {
-			t.Errorf("/raw/large: found %v, err %v, encoding %s, %d bytes; want gzip, much smaller than %d",
-				ok, err, res.ContentEncoding(), len(res.Body), len(large))
-		}
-		res, _, _ = a.Lookup("/raw/binary")
-		if res.ContentEncoding() != "identity" || !bytes.Equal(res.Body, binary) {
-			t.Errorf("/raw/binary: got encoding %s, want identity and the exact bytes", res.ContentEncoding())
-		}
-		for _, h := range res.Headers {
-			for _, c := range []byte(h.Value) {
-				if c < ' ' || c > '~' {
-					t.Errorf("header %s: value %q is not printable ASCII", h.Name, h.Value)
-				}
-			}
-		}
-	})
-
-	m := startMirror(t, MirrorConfig{Path: path})
-	mirror, live := m.Handler(), liveServer(t, f).Handler()
-
-	t.Run("raw", func(t *testing.T) {
-		for _, p := range pastes[:5] {
-			got := get(mirror, http.MethodGet, "/raw/"+p.ID)
-			if got.Code != http.StatusOK || !bytes.Equal(got.Body.Bytes(), p.Content) {
-				t.Errorf("/raw/%s: got %d with %d bytes, want 200 with the exact %d bytes", p.ID, got.Code, got.Body.Len(), len(p.Content))
-				continue
-			}
-			// The same representation as the live node's.
-			ref := get(live, http.MethodGet, "/raw/"+p.ID)
-			for _, name := range []string{"Content-Type", "X-Content-Type-Options", "ETag", "Content-Length", "Content-Security-Policy", "Expires"} {
-				if g, w := got.Header().Get(name), ref.Header().Get(name); g != w {
-					t.Errorf("/raw/%s: %s: got %q, want the live node's %q", p.ID, name, g, w)
-				}
-			}
-			if ce := got.Header().Get("Content-Encoding"); ce != "" {
-				t.Errorf("/raw/%s: Content-Encoding %q to a client that accepts none", p.ID, ce)
-			}
-			// An expiring paste's is counted from the request, down to
-			// the second of its expiry.
-			cc := got.Header().Get("Cache-Control")
-			age, err := strconv.Atoi(strings.TrimPrefix(cc, "public, max-age="))
-			if err != nil || age > 3600 || (p.ExpiresAt == 0 && age != 3600) || age < 3590 {
-				t.Errorf("/raw/%s: Cache-Control %q, want public, max-age=3600 or a little less if it expires in an hour", p.ID, cc)
-			}
-		}
-		if ct := get(mirror, http.MethodGet, "/raw/binary").Header().Get("Content-Type"); ct != "application/octet-stream" {
-			t.Errorf("binary Content-Type: got %q", ct)
-		}
-	})
-
-	t.Run("gzip", func(t *testing.T) {
-		got := get(mirror, http.MethodGet, "/raw/large", "Accept-Encoding", "br, gzip")
-		if ce := got.Header().Get("Content-Encoding"); got.Code != http.StatusOK || ce != "gzip" {
-			t.Fatalf("got %d, Content-Encoding %q; want 200 gzip", got.Code, ce)
-		}
-		if n, _ := strconv.Atoi(got.Header().Get("Content-Length")); n != got.Body.Len() || n >= len(large)/10 {
-			t.Errorf("Content-Length %d for %d bytes; want the small gzip size", n, got.Body.Len())
-		}
-		zr, err := gzip.NewReader(got.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := io.ReadAll(zr)
-		if err != nil || !bytes.Equal(body, large) {
-			t.Errorf("gunzipped body: %d bytes, err %v; want the exact %d bytes", len(body), err, len(large))
-		}
-		if !strings.HasPrefix(got.Header().Get("ETag"), `W/"`) {
-			t.Errorf("ETag of the gzip bytes: got %q, want a weak one", got.Header().Get("ETag"))
-		}
-		if got := get(mirror, http.MethodGet, "/raw/large", "Accept-Encoding", "gzip;q=0"); got.Header().Get("Content-Encoding") != "" || !bytes.Equal(got.Body.Bytes(), large) {
-			t.Errorf("gzip;q=0: got Content-Encoding %q and %d bytes, want the plain bytes", got.Header().Get("Content-Encoding"), got.Body.Len())
-		}
-	})
-
-	t.Run("page", func(t *testing.T) {
-		for _, id := range []string{"plain", "secret", "large"} {
-			got := get(mirror, http.MethodGet, "/"+id, "Accept", "text/html,application/xhtml+xml")
-			body := got.Body.String()
-			if got.Code != http.StatusOK || !strings.Contains(body, `id="paste"`) || !strings.Contains(body, "read-only mirror") {
-				t.Errorf("/%s: got %d, want 200 with the mirror's paste page: %.200q", id, got.Code, body)
-			}
-			ref := get(live, http.MethodGet, "/"+id, "Accept", "text/html")
-			for _, name := range []string{"Content-Type", "Content-Security-Policy", "Referrer-Policy", "X-Content-Type-Options", "X-Frame-Options"} {
-				if g, w := got.Header().Get(name), ref.Header().Get(name); g != w {
-					t.Errorf("/%s: %s: got %q, want the live node's %q", id, name, g, w)
-				}
-			}
-			if strings.Contains(body, "Clone and edit") || strings.Contains(body, `action="/"`) {
-				t.Errorf("/%s: the mirror page offers to create a paste", id)
-			}
-		}
-		if body := get(mirror, http.MethodGet, "/plain", "Accept", "text/html").Body.String(); !strings.Contains(body, `<span class="kd">func</span>`) && !strings.Contains(body, "func</span>") {
-			t.Errorf("/plain: not highlighted: %.300q", body)
-		}
-		if body := get(mirror, http.MethodGet, "/secret", "Accept", "text/html").Body.String(); !strings.Contains(body, `id="ciphertext"`) || !strings.Contains(body, string(pastes[3].Content)) {
-			t.Errorf("/secret: no ciphertext for the script to decrypt: %.300q", body)
-		}
-		// curl gets the bytes, as from the live node.
-		got := get(mirror, http.MethodGet, "/binary")
-		if got.Code != http.StatusOK || !bytes.Equal(got.Body.Bytes(), binary) || !strings.Contains(got.Header().Get("Vary"), "Accept") {
-			t.Errorf("/binary without Accept: got %d, %d bytes, Vary %q; want the raw bytes", got.Code, got.Body.Len(), got.Header().Get("Vary"))
-		}
-	})
-
-	t.Run("meta", func(t *testing.T) {
-		for _, p := range pastes[:5] {
-			got := get(mirror, http.MethodGet, "/api/v1/pastes/"+p.ID)
-			var meta, ref pastenode.Meta
-			if err := json.Unmarshal(got.Body.Bytes(), &meta); err != nil || got.Code != http.StatusOK {
-				t.Fatalf("/api/v1/pastes/%s: got %d %q: %v", p.ID, got.Code, got.Body, err)
-			}
-			json.Unmarshal(get(live, http.MethodGet, "/api/v1/pastes/"+p.ID).Body.Bytes(), &ref)
-			ref.URL, ref.RawURL = "/"+p.ID, "/raw/"+p.ID
-			if meta.ExpiresAt != nil && ref.ExpiresAt != nil && meta.ExpiresAt.Equal(*ref.ExpiresAt) {
-				meta.ExpiresAt = ref.ExpiresAt
-			}
-			if !meta.CreatedAt.Equal(ref.CreatedAt) {
-				t.Errorf("%s: created_at %v, want %v", p.ID, meta.CreatedAt, ref.CreatedAt)
-			}
-			meta.CreatedAt = ref.CreatedAt
-			if meta != ref {
-				t.Errorf("%s: got %+v, want %+v", p.ID, meta, ref)
-			}
-		}
-	})
-
-	t.Run("errors", func(t *testing.T) {
-		tests := []struct {
-			name, method, target string
-			headers              []string
-			wantCode             int
-			wantType             string
-			wantBody             string
-		}{
-			{"burn raw", "GET", "/raw/burn", nil, 404, "text/plain", "paste not found\n"},
-			{"burn page", "GET", "/burn", []string{"Accept", "text/html"}, 404, "text/html", "Paste not found"},
-			{"burn meta", "GET", "/api/v1/pastes/burnsecret", nil, 404, "application/json", `{"error":"paste not found"}`},
-			{"expired", "GET", "/raw/expired", nil, 404, "text/plain", "paste not found\n"},
-			{"unknown", "GET", "/a/b/c", nil, 404, "text/plain", "not found\n"},
-			{"unknown api", "GET", "/api/v1/status", nil, 404, "application/json", `{"error":"not found"}`},
-			{"post", "POST", "/", nil, 405, "text/plain", "read-only mirror: POST is not allowed, only GET and HEAD\n"},
-			{"delete", "DELETE", "/plain", nil, 405, "text/plain", "read-only mirror: DELETE"},
-			{"put api", "PUT", "/api/v1/pastes", nil, 405, "application/json", `{"error":"read-only mirror: PUT`},
-			{"reveal", "POST", "/burn/reveal", []string{"Accept", "text/html"}, 405, "text/plain", "read-only mirror"},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				got := get(mirror, tt.method, tt.target, tt.headers...)
-				if got.Code != tt.wantCode || !strings.HasPrefix(got.Header().Get("Content-Type"), tt.wantType) ||
-					!strings.Contains(got.Body.String(), tt.wantBody) {
-					t.Errorf("got %d %q %.200q, want %d %s containing %q", got.Code, got.Header().Get("Content-Type"),
-						got.Body, tt.wantCode, tt.wantType, tt.wantBody)
-				}
-				if tt.wantCode == 405 && got.Header().Get("Allow") != "GET, HEAD" {
-					t.Errorf("Allow: got %q, want GET, HEAD", got.Header().Get("Allow"))
-				}
-				if tt.wantType == "text/plain" && strings.Count(got.Body.String(), "\n") != 1 {
-					t.Errorf("body %q is not one line", got.Body)
-				}
-			})
-		}
-	})
-
-	t.Run("site", func(t *testing.T) {
-		if got := get(mirror, http.MethodGet, "/", "Accept", "text/html"); got.Code != 200 || !strings.Contains(got.Body.String(), "Read-only mirror") {
-			t.Errorf("/ for a browser: got %d %.200q", got.Code, got.Body)
-		}
-		if got := get(mirror, http.MethodGet, "/"); got.Code != 200 || strings.Count(got.Body.String(), "\n") != 1 || !strings.Contains(got.Body.String(), "read-only mirror") {
-			t.Errorf("/ for curl: got %d %q, want one line", got.Code, got.Body)
-		}
-		for _, name := range []string{"app.css", "app.js"} {
-			got := get(mirror, http.MethodGet, "/static/"+name+"?v=whatever")
-			body, ctype, _ := mirrorPages(t).Asset(name)
-			if got.Code != 200 || !bytes.Equal(got.Body.Bytes(), body) || got.Header().Get("Content-Type") != ctype {
-				t.Errorf("/static/%s: got %d %q with %d bytes, want %s and the asset's %d bytes", name, got.Code,
-					got.Header().Get("Content-Type"), got.Body.Len(), ctype, len(body))
-			}
-		}
-		got := get(mirror, http.MethodHead, "/raw/plain")
-		if got.Code != 200 || got.Body.Len() != 0 || got.Header().Get("Content-Length") != strconv.Itoa(len(pastes[0].Content)) {
-			t.Errorf("HEAD /raw/plain: got %d, %d body bytes, Content-Length %q", got.Code, got.Body.Len(), got.Header().Get("Content-Length"))
-		}
-		got = get(mirror, http.MethodGet, "/raw/plain", "If-None-Match", get(mirror, "GET", "/raw/plain").Header().Get("ETag"))
-		if got.Code != http.StatusNotModified {
-			t.Errorf("If-None-Match: got %d, want 304", got.Code)
-		}
-		if got := get(mirror, http.MethodGet, "/healthz"); got.Code != 200 || got.Body.String() != "ok\n" {
-			t.Errorf("/healthz: got %d %q", got.Code, got.Body)
-		}
-		metrics := get(mirror, http.MethodGet, "/metrics").Body.String()
-		for _, want := range []string{"pastenode_mirror_pastes 5", `pastenode_mirror_http_requests_total{code="200",route="raw"}`,
-			`pastenode_mirror_http_requests_total{code="405",route="index"} 1`, `pastenode_mirror_reloads_total{result="ok"} 0`} {
-			if !strings.Contains(metrics, want) {
-				t.Errorf("/metrics has no %q", want)
-			}
-		}
-	})
-}
-
-func TestExportCanceled(t *testing.T) {
-	f, _ := benchFSM(t, 500, 0)
-	out, err := os.Create(filepath.Join(t.TempDir(), "export.cdb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := WriteExport(ctx, out, f.View(), mirrorPages(t), time.Now()); !errors.Is(err, context.Canceled) {
-		t.Errorf("export with a canceled context: got %v, want context.Canceled", err)
-	}
-}
-
-// TestExportExpires checks that the mirror hides a paste once the expiry
-// stored in the archive has passed, with no new export.
-func TestExportExpires(t *testing.T) {
-	now := time.Now()
-	f := newExportFSM()
-	f.add(t, &fsm.Paste{ID: "soon", Content: []byte("two seconds\n"), CreatedAt: now.UnixNano(), ExpiresAt: now.Add(2 * time.Second).UnixNano()})
-	path, st := writeExportFile(t, t.TempDir(), f, now)
-	if st.Pastes != 1 {
-		t.Fatalf("exported %d pastes, want 1", st.Pastes)
-	}
-	h := startMirror(t, MirrorConfig{Path: path}).Handler()
-	if got := get(h, http.MethodGet, "/raw/soon"); got.Code != http.StatusOK {
-		t.Fatalf("before expiry: got %d, want 200", got.Code)
-	}
-	if cc := get(h, http.MethodGet, "/soon", "Accept", "text/html").Header().Get("Cache-Control"); cc != "public, max-age=1" && cc != "public, max-age=0" {
-		t.Errorf("Cache-Control of a paste with under 2s left: got %q", cc)
-	}
-	waitFor(t, 5*time.Second, "paste hidden after expiry", func() error {
-		if got := get(h, http.MethodGet, "/raw/soon"); got.Code != http.StatusNotFound {
-			return errors.New("still " + strconv.Itoa(got.Code))
-		}
-		return nil
-	})
-	if time.Now().Before(now.Add(time.Second)) {
-		t.Errorf("hidden after %s, before the expiry's second", time.Since(now))
-	}
-	for _, target := range []string{"/soon", "/api/v1/pastes/soon"} {
-		if got := get(h, http.MethodGet, target, "Accept", "text/html"); got.Code != http.StatusNotFound {
-			t.Errorf("%s after expiry: got %d, want 404", target, got.Code)
-		}
-	}
-}
 
 // TestExportRoute exports a real node's pastes through GET
 // /api/v1/export.cdb and serves the file with the mirror.
@@ -463,6 +28,8 @@ func TestExportRoute(t *testing.T) {
 		id, _ := create(t, tn.URL, content, "")
 		ids[id] = content
 	}
+	expiring, _ := create(t, tn.URL, []byte("for an hour\n"), "expire=1h")
+	ids[expiring] = []byte("for an hour\n")
 	burn, _ := create(t, tn.URL, []byte("burn\n"), "burn=true")
 
 	head := do(t, http.MethodHead, tn.URL+"/api/v1/export.cdb", nil)
@@ -472,8 +39,8 @@ func TestExportRoute(t *testing.T) {
 	if cl := r.Header.Get("Content-Length"); cl != strconv.Itoa(len(r.body)) || cl != head.Header.Get("Content-Length") {
 		t.Errorf("Content-Length: got %q (HEAD %q), body has %d bytes", cl, head.Header.Get("Content-Length"), len(r.body))
 	}
-	if got := r.Header.Get("X-Export-Pastes"); got != "3" || head.Header.Get("X-Export-Pastes") != "3" {
-		t.Errorf("X-Export-Pastes: got %q (HEAD %q), want 3", got, head.Header.Get("X-Export-Pastes"))
+	if got := r.Header.Get("X-Export-Pastes"); got != "4" || head.Header.Get("X-Export-Pastes") != "4" {
+		t.Errorf("X-Export-Pastes: got %q (HEAD %q), want 4", got, head.Header.Get("X-Export-Pastes"))
 	}
 	if got := r.Header.Get("Content-Type"); got != "application/octet-stream" {
 		t.Errorf("Content-Type: got %q", got)
@@ -493,15 +60,77 @@ func TestExportRoute(t *testing.T) {
 	if err := os.WriteFile(path, r.body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := startMirror(t, MirrorConfig{Path: path}).Handler()
+	m, err := mirror.New(mirror.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	h := m.Handler()
 	for id, content := range ids {
-		if got := get(h, http.MethodGet, "/"+id); got.Code != 200 || !bytes.Equal(got.Body.Bytes(), content) {
+		if got := serve(h, http.MethodGet, "/"+id); got.Code != 200 || !bytes.Equal(got.Body.Bytes(), content) {
 			t.Errorf("mirror /%s: got %d with %d bytes, want the exact %d", id, got.Code, got.Body.Len(), len(content))
 		}
+		wantSameAsLive(t, h, tn.URL, id)
 	}
-	if got := get(h, http.MethodGet, "/raw/"+burn); got.Code != http.StatusNotFound {
+	if got := serve(h, http.MethodGet, "/raw/"+burn); got.Code != http.StatusNotFound {
 		t.Errorf("burn paste in the mirror: got %d, want 404", got.Code)
 	}
 	// The export did not consume the burn paste.
 	do(t, http.MethodGet, tn.URL+"/raw/"+burn, nil).wantStatus(t, http.StatusOK)
+}
+
+// wantSameAsLive checks that the mirror h sends paste id with the headers
+// and metadata that the live node at base sends.
+func wantSameAsLive(t *testing.T, h http.Handler, base, id string) {
+	t.Helper()
+	for _, tt := range []struct {
+		target, accept string
+		headers        []string
+	}{
+		{"/raw/" + id, "", []string{"Content-Type", "X-Content-Type-Options", "ETag", "Content-Length", "Content-Security-Policy", "Expires"}},
+		{"/" + id, "text/html", []string{"Content-Type", "Content-Security-Policy", "Referrer-Policy", "X-Content-Type-Options", "X-Frame-Options"}},
+	} {
+		got := serve(h, http.MethodGet, tt.target, "Accept", tt.accept)
+		ref := do(t, http.MethodGet, base+tt.target, nil, "Accept", tt.accept)
+		for _, name := range tt.headers {
+			if g, w := got.Header().Get(name), ref.Header.Get(name); g != w {
+				t.Errorf("mirror %s: %s: got %q, want the live node's %q", tt.target, name, g, w)
+			}
+		}
+	}
+	var meta, ref pastenode.Meta
+	if err := json.Unmarshal(serve(h, http.MethodGet, "/api/v1/pastes/"+id).Body.Bytes(), &meta); err != nil {
+		t.Fatalf("mirror metadata of %s: %v", id, err)
+	}
+	if err := json.Unmarshal(do(t, http.MethodGet, base+"/api/v1/pastes/"+id, nil).body, &ref); err != nil {
+		t.Fatalf("live metadata of %s: %v", id, err)
+	}
+	ref.URL, ref.RawURL = "/"+id, "/raw/"+id // the mirror's are paths
+	if !meta.CreatedAt.Equal(ref.CreatedAt) {
+		t.Errorf("mirror metadata of %s: created_at %v, want %v", id, meta.CreatedAt, ref.CreatedAt)
+	}
+	meta.CreatedAt = ref.CreatedAt
+	if meta.ExpiresAt != nil && ref.ExpiresAt != nil && meta.ExpiresAt.Equal(*ref.ExpiresAt) {
+		meta.ExpiresAt = ref.ExpiresAt
+	}
+	if meta != ref {
+		t.Errorf("mirror metadata of %s: got %+v, want %+v", id, meta, ref)
+	}
+}
+
+// serve sends one request to h and returns the recorded answer; headers
+// are "Key", "value" pairs, and an empty value sends no header.
+func serve(h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] != "" {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }

@@ -2,8 +2,11 @@
 // view, the burn-after-reading notice and the error page. The templates,
 // the one stylesheet and the one script are embedded in the binary, so a
 // node serves its UI without any outside asset. The package writes HTML to
-// an io.Writer and serves its static files; the api package owns routing,
-// status codes and headers (it sets CSP on every page).
+// an io.Writer and serves its static files. It also builds what the live
+// node (package api) and the static mirror (package mirror) both send for a
+// paste besides its page, so that the two answer alike: the headers of a
+// page (CSP included) and of the raw bytes, the metadata document and the
+// one-line error answer. Routing and status codes stay with those packages.
 //
 // Plain pastes are highlighted on the server with chroma, using CSS classes
 // only: the page never carries a style attribute, an inline script or an

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/pastenode/pastenode/api"
+	"github.com/pastenode/pastenode/mirror"
 )
 
 // mirrorConfig is everything the flags of `pastenode mirror` say.
@@ -61,7 +61,7 @@ func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.
 // runMirror serves the archive until ctx ends, then drains the HTTP server
 // and unmaps the archive.
 func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
-	m, err := api.NewMirror(api.MirrorConfig{Path: c.cdb, Logger: log})
+	m, err := mirror.New(mirror.Config{Path: c.cdb, Logger: log})
 	if err != nil {
 		return usageError{err}
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -110,7 +110,7 @@ func writeArchive(t *testing.T, dir, suffix string, ids ...string) string {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if _, err := api.WriteExport(context.Background(), out, f.View(), pages, now); err != nil {
+	if _, err := mirror.WriteExport(context.Background(), out, f.View(), pages, now); err != nil {
 		t.Fatal(err)
 	}
 	return out.Name()

@@ -1,4 +1,4 @@
-package api
+package mirror
 
 import (
 	"bytes"
@@ -80,7 +80,7 @@ func TestMirrorReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mirror.cdb")
 	replaceFile(t, path, exportBytes(t, " in A", "alpha"))
 	var logs lockedBuffer
-	m := startMirror(t, MirrorConfig{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	m := startMirror(t, Config{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h := m.Handler()
 	if err := wantRaw(h, "alpha", 200, "alpha in A"); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestMirrorReload(t *testing.T) {
 func TestMirrorRefcount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mirror.cdb")
 	replaceFile(t, path, exportBytes(t, " in A", "alpha"))
-	m := startMirror(t, MirrorConfig{Path: path, Poll: time.Hour}) // reloads only when told
+	m := startMirror(t, Config{Path: path, Poll: time.Hour}) // reloads only when told
 	h := m.Handler()
 
 	inFlight := m.acquire()
@@ -182,7 +182,7 @@ func TestMirrorReloadUnderLoad(t *testing.T) {
 	large := strings.Repeat("x", 64<<10)
 	versions := [][]byte{exportBytes(t, large+"A", "same"), exportBytes(t, large+"B", "same")}
 	replaceFile(t, path, versions[0])
-	m := startMirror(t, MirrorConfig{Path: path, Poll: time.Hour})
+	m := startMirror(t, Config{Path: path, Poll: time.Hour})
 	h := m.Handler()
 
 	stop := make(chan struct{})
@@ -275,7 +275,7 @@ func TestMirrorStartErrors(t *testing.T) {
 	garbage := filepath.Join(dir, "garbage.cdb")
 	os.WriteFile(garbage, []byte(strings.Repeat("x", 4096)), 0o644)
 	for _, path := range []string{filepath.Join(dir, "missing.cdb"), garbage} {
-		m, err := NewMirror(MirrorConfig{Path: path})
+		m, err := New(Config{Path: path})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestMirrorStartErrors(t *testing.T) {
 		}
 		m.Close()
 	}
-	if _, err := NewMirror(MirrorConfig{}); err == nil {
+	if _, err := New(Config{}); err == nil {
 		t.Error("NewMirror without a path: no error")
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package mirror
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/pastenode/pastenode"
 
 	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"
@@ -64,10 +62,24 @@ func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui
 	if err == nil {
 		err = addFiles(aw, site)
 	}
+	if err == nil {
+		err = e.addPastes(ctx, aw, view, &st)
+	}
+	if err == nil {
+		err = aw.Close()
+	}
 	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
+	return st, nil
+}
 
+// addPastes adds the pastes of view that may be exported to aw, counting
+// them in st. They are rendered and compressed on every CPU but added in
+// the view's order: a walker queues each paste both to the workers and to
+// a bounded queue in order, and the caller's goroutine takes them off that
+// queue, waiting for each to be ready.
+func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, st *ExportStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := runtime.GOMAXPROCS(0)
@@ -82,72 +94,71 @@ func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui
 			}
 		})
 	}
-	// The walker hands each paste to the workers and, in the same order,
-	// to the loop below; its counts are read once order is closed.
-	var burn, expired, skipped int
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		view.Walk(func(p *fsm.Paste) bool {
-			switch {
-			case ctx.Err() != nil:
-				return false
-			case p.Burn:
-				burn++
-				return true
-			case p.Expired(now.UnixNano()):
-				expired++
-				return true
-			case !exportable(p.ID):
-				skipped++
-				return true
-			}
-			j := &exportJob{p: p, buf: bufPool.Get().(*bytes.Buffer), ready: make(chan struct{})}
-			for _, ch := range []chan *exportJob{order, jobs} {
-				select {
-				case ch <- j:
-				case <-ctx.Done():
-					return false
-				}
-			}
-			return true
-		})
-	}()
+	// The walker writes only st's counts of pastes left out, and they are
+	// read once order is closed.
+	go e.walk(ctx, view, st, jobs, order)
 
+	var err error
 	for j := range order {
-		if err == nil {
-			select {
-			case <-j.ready:
-				err = j.err
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
-			if err == nil {
-				err = addFiles(aw, j.files)
-			}
-			if err != nil {
-				err = fmt.Errorf("paste %s: %w", j.p.ID, err)
-				cancel() // stop the walker; the rest of order drains
-				continue
-			}
-			bufPool.Put(j.buf)
-			st.Pastes++
-			st.Bytes += int64(len(j.p.Content))
+		if err != nil {
+			continue // drain what the walker queued before it stopped
 		}
+		select {
+		case <-j.ready:
+			err = j.err
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err == nil {
+			err = addFiles(aw, j.files)
+		}
+		if err != nil {
+			err = fmt.Errorf("paste %s: %w", j.p.ID, err)
+			cancel() // stop the walker
+			continue
+		}
+		bufPool.Put(j.buf)
+		st.Pastes++
+		st.Bytes += int64(len(j.p.Content))
 	}
 	wg.Wait()
-	st.Burn, st.Expired, st.Skipped = burn, expired, skipped
 	if err == nil {
 		// The walker also stops early when ctx ends.
 		err = ctx.Err()
 	}
-	if err == nil {
-		err = aw.Close()
-	}
-	if err != nil {
-		return st, fmt.Errorf("export: %w", err)
-	}
-	return st, nil
+	return err
+}
+
+// walk queues every paste of view that may be exported, in order, to the
+// workers and to order, and counts those left out in st. It closes both
+// channels when done or when ctx ends.
+func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs, order chan<- *exportJob) {
+	defer close(order)
+	defer close(jobs)
+	view.Walk(func(p *fsm.Paste) bool {
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case p.Burn:
+			st.Burn++
+			return true
+		case p.Expired(e.now.UnixNano()):
+			st.Expired++
+			return true
+		case !exportable(p.ID):
+			st.Skipped++
+			return true
+		}
+		j := &exportJob{p: p, buf: bufPool.Get().(*bytes.Buffer), ready: make(chan struct{})}
+		for _, ch := range []chan<- *exportJob{order, jobs} {
+			select {
+			case ch <- j:
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // exportJob is one paste on its way into the archive.
@@ -203,7 +214,8 @@ func (e exporter) site() ([]exportFile, error) {
 	if err := e.pages.Index(&index, ui.IndexData{}); err != nil {
 		return nil, err
 	}
-	h := pageHeaders()
+	h := http.Header{}
+	ui.SetPageHeaders(h)
 	h.Set("Cache-Control", "no-cache")
 	files = append(files, newExportFile("/", http.StatusOK, h, index.Bytes()))
 
@@ -211,7 +223,8 @@ func (e exporter) site() ([]exportFile, error) {
 	if err := e.pages.Error(&notFound, http.StatusNotFound, ""); err != nil {
 		return nil, err
 	}
-	h = pageHeaders()
+	h = http.Header{}
+	ui.SetPageHeaders(h)
 	h.Set("Cache-Control", "no-store")
 	return append(files, newExportFile("/*", http.StatusNotFound, h, notFound.Bytes())), nil
 }
@@ -221,19 +234,20 @@ func (e exporter) site() ([]exportFile, error) {
 func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
 	files := make([]exportFile, 0, 3)
 	h := http.Header{}
-	rawHeaders(h, p)
+	ui.SetRawHeaders(h, p)
 	e.cacheHeaders(h, p)
 	files = append(files, newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content))
 
 	buf.Reset()
-	if err := e.pages.Paste(buf, uiPaste(p, true), e.now); err != nil {
+	if err := e.pages.Paste(buf, ui.PasteOf(p, true), e.now); err != nil {
 		return nil, err
 	}
-	h = pageHeaders()
+	h = http.Header{}
+	ui.SetPageHeaders(h)
 	e.cacheHeaders(h, p)
 	files = append(files, newExportFile("/"+p.ID, http.StatusOK, h, buf.Bytes()))
 
-	meta, err := json.MarshalIndent(metaOf(p, ""), "", "  ")
+	meta, err := json.MarshalIndent(ui.MetaOf(p, ""), "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -279,33 +293,6 @@ func newExportFile(path string, status int, h http.Header, body []byte) exportFi
 		}
 	}
 	return exportFile{path: path, status: status, headers: headers, body: body}
-}
-
-// pageHeaders are the headers of an HTML page, as the live node sends them.
-func pageHeaders() http.Header {
-	h := http.Header{}
-	setPageHeaders(h)
-	return h
-}
-
-// metaOf is the metadata of p, with its URLs under base ("" for paths).
-func metaOf(p *fsm.Paste, base string) pastenode.Meta {
-	m := pastenode.Meta{
-		ID:        p.ID,
-		URL:       base + "/" + p.ID,
-		RawURL:    base + "/raw/" + p.ID,
-		Title:     p.Title,
-		Lang:      p.Lang,
-		Size:      len(p.Content),
-		CreatedAt: time.Unix(0, p.CreatedAt).UTC(),
-		Burn:      p.Burn,
-		Encrypted: p.Encrypted,
-	}
-	if p.ExpiresAt != 0 {
-		t := time.Unix(0, p.ExpiresAt).UTC()
-		m.ExpiresAt = &t
-	}
-	return m
 }
 
 // exportable reports whether id can name archive paths: ids the API makes

@@ -1,4 +1,4 @@
-package api
+package mirror
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,9 @@ var benchWords = strings.Fields(`func return if else for range var const type st
 	interface map string int error nil true false package import the a of to in is
 	that it for on with as was at by be this from or have an they which you were her
 	all she there would their we him been has when who will more no if out so said`)
+
+// benchIDAlphabet is the alphabet of the ids the API makes.
+const benchIDAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 // benchContent returns about size bytes of text lines made of random words.
 func benchContent(r *rand.Rand, size int) []byte {
@@ -50,9 +52,9 @@ func benchFSM(tb testing.TB, count, goEvery int) (*exportFSM, []string) {
 	ids := make([]string, 0, count)
 	batch := make([]*fsm.Paste, 0, 1000)
 	for i := range count {
-		id := make([]byte, idLen)
+		id := make([]byte, 10) // as the API makes them
 		for j := range id {
-			id[j] = idAlpha[r.IntN(len(idAlpha))]
+			id[j] = benchIDAlphabet[r.IntN(len(benchIDAlphabet))]
 		}
 		p := &fsm.Paste{ID: string(id), Content: benchContent(r, 1024), CreatedAt: now}
 		if goEvery > 0 && i%goEvery == 0 {
@@ -105,41 +107,6 @@ func BenchmarkExport100k(b *testing.B) {
 	}
 }
 
-var readBench struct {
-	once         sync.Once
-	mirror, live http.Handler
-	id           string
-}
-
-// readHandlers returns the mirror and the live API serving the same 10k
-// pastes, and the id of one highlighted as Go; they are built once for
-// every benchmark.
-func readHandlers(b *testing.B) (mirror, live http.Handler, id string) {
-	readBench.once.Do(func() {
-		f, ids := benchFSM(b, 10_000, 4)
-		// A directory of its own: the mirror outlives this benchmark.
-		dir, err := os.MkdirTemp("", "pastenode-bench-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		path, _ := writeExportFile(b, dir, f, time.Now())
-		m, err := NewMirror(MirrorConfig{Path: path, Poll: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := m.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		// The mapping stays valid with the file gone.
-		os.RemoveAll(dir)
-		readBench.mirror, readBench.live, readBench.id = m.Handler(), liveServer(b, f).Handler(), ids[len(ids)/2]
-	})
-	if readBench.mirror == nil {
-		b.Fatal("setting up the read benchmarks failed")
-	}
-	return readBench.mirror, readBench.live, readBench.id
-}
-
 // discard is a ResponseWriter that keeps only the status, so that the
 // benchmarks measure the handlers rather than a recorder.
 type discard struct {
@@ -188,21 +155,13 @@ func benchRead(b *testing.B, h http.Handler, target string, headers ...string) {
 
 // BenchmarkMirrorRead reads one paste through the mirror's handler: its
 // raw bytes as curl asks for them, and its page as a browser does.
-// Compare with BenchmarkLiveRead.
+// Compare with api's BenchmarkRead and BenchmarkReadPage.
 func BenchmarkMirrorRead(b *testing.B) {
-	mirror, _, id := readHandlers(b)
+	f, ids := benchFSM(b, 10_000, 4)
+	path, _ := writeExportFile(b, b.TempDir(), f, time.Now())
+	mirror, id := startMirror(b, Config{Path: path, Poll: time.Hour}).Handler(), ids[len(ids)/2] // highlighted as Go
 	b.Run("raw", func(b *testing.B) { benchRead(b, mirror, "/raw/"+id) })
 	b.Run("page", func(b *testing.B) {
 		benchRead(b, mirror, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
-	})
-}
-
-// BenchmarkLiveRead reads the same paste through the live API's handler,
-// over the same state machine without Raft.
-func BenchmarkLiveRead(b *testing.B) {
-	_, live, id := readHandlers(b)
-	b.Run("raw", func(b *testing.B) { benchRead(b, live, "/raw/"+id) })
-	b.Run("page", func(b *testing.B) {
-		benchRead(b, live, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
 	})
 }

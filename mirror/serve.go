@@ -1,0 +1,259 @@
+package mirror
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pastenode/pastenode/cdb"
+	"github.com/pastenode/pastenode/ui"
+)
+
+// ServeHTTP serves one request from the current archive.
+func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.metrics.counted.ServeHTTP(w, r)
+}
+
+// serve answers r.
+func (m *Server) serve(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	html := ui.WantsHTML(r)
+	route, key := mirrorRoute(r.URL.Path, html)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		m.fail(w, r, nil, http.StatusMethodNotAllowed,
+			"read-only mirror: "+r.Method+" is not allowed, only GET and HEAD")
+		return
+	}
+	switch route {
+	case "healthz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	case "metrics":
+		m.metrics.expose.ServeHTTP(w, r)
+		return
+	}
+
+	a := m.acquire()
+	if a == nil {
+		m.fail(w, r, nil, http.StatusServiceUnavailable, "mirror is shutting down")
+		return
+	}
+	defer a.release(m.log)
+	if route == "index" && !html {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Add("Vary", "Accept")
+		io.WriteString(w, "pastenode read-only mirror: GET /ID for a page, /raw/ID for the bytes\n")
+		return
+	}
+	if key == "" {
+		m.fail(w, r, a, http.StatusNotFound, "not found")
+		return
+	}
+	res, ok, err := a.a.Lookup(key)
+	if err != nil {
+		m.log.Error("archive lookup", "path", key, "err", err)
+		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
+		return
+	}
+	if !ok || res.Status == http.StatusNotFound || expired(&res, now) {
+		msg := "paste not found"
+		if route == "static" || route == "index" {
+			msg = "not found"
+		}
+		m.fail(w, r, a, http.StatusNotFound, msg)
+		return
+	}
+	if route == "view" || route == "index" {
+		w.Header().Add("Vary", "Accept")
+	}
+	if err := m.send(w, r, &res, now); err != nil {
+		m.log.Error("serve from archive", "path", key, "err", err)
+		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
+	}
+}
+
+// mirrorRoute names the route of path, as the live node's router does,
+// and returns the archive path that answers it, "" for none.
+func mirrorRoute(path string, html bool) (route, key string) {
+	switch {
+	case path == "/":
+		return "index", "/"
+	case path == "/healthz":
+		return "healthz", ""
+	case path == "/metrics":
+		return "metrics", ""
+	case strings.HasPrefix(path, "/static/"):
+		return "static", path
+	case strings.HasPrefix(path, "/api/"):
+		if oneSegment(path, "/api/v1/pastes/") {
+			return "api_meta", path
+		}
+		return "api_unknown", ""
+	case strings.HasPrefix(path, "/raw/"):
+		if oneSegment(path, "/raw/") {
+			return "raw", path
+		}
+	case oneSegment(path, "/"):
+		// curl gets the bytes, as from the live node.
+		if !html {
+			return "view", "/raw" + path
+		}
+		return "view", path
+	}
+	return "unknown", ""
+}
+
+// oneSegment reports whether path is prefix followed by one non-empty
+// path segment.
+func oneSegment(path, prefix string) bool {
+	rest, ok := strings.CutPrefix(path, prefix)
+	return ok && rest != "" && !strings.Contains(rest, "/")
+}
+
+// expired reports whether the resource's Expires header has passed.
+func expired(res *cdb.Resource, now time.Time) bool {
+	v, ok := res.Header("Expires")
+	if !ok {
+		return false
+	}
+	t, err := http.ParseTime(v)
+	return err == nil && !now.Before(t)
+}
+
+// send writes a stored resource. A gzip body goes as it is to clients that
+// accept gzip and is decompressed for the others. The live node's security
+// headers are added to every page, whatever the archive says.
+func (m *Server) send(w http.ResponseWriter, r *http.Request, res *cdb.Resource, now time.Time) error {
+	body, enc := res.Body, res.ContentEncoding()
+	if enc == "gzip" && !acceptsGzip(r) {
+		buf := bufPool.Get().(*bytes.Buffer)
+		defer bufPool.Put(buf)
+		if err := gunzip(buf, res.Body); err != nil {
+			return err
+		}
+		body, enc = buf.Bytes(), "identity"
+	}
+
+	h := w.Header()
+	for _, hd := range res.Headers {
+		h.Del(hd.Name)
+	}
+	for _, hd := range res.Headers {
+		if !strings.EqualFold(hd.Name, "Content-Encoding") {
+			h.Add(hd.Name, hd.Value)
+		}
+	}
+	if res.ContentEncoding() == "gzip" {
+		h.Add("Vary", "Accept-Encoding")
+	}
+	if enc != "identity" {
+		h.Set("Content-Encoding", enc)
+		// A stored ETag names the decoded bytes; the encoded ones are
+		// only weakly the same.
+		if etag := h.Get("Etag"); etag != "" && !strings.HasPrefix(etag, "W/") {
+			h.Set("Etag", "W/"+etag)
+		}
+	}
+	if strings.HasPrefix(h.Get("Content-Type"), "text/html") {
+		ui.SetPageHeaders(w.Header())
+	}
+	if v := h.Get("Expires"); v != "" {
+		// Cache no longer than the paste lives, counted from now rather
+		// than from the export.
+		if t, err := http.ParseTime(v); err == nil {
+			h.Set("Cache-Control", maxAge(t.Sub(now)))
+		}
+	}
+
+	if res.Status == http.StatusOK {
+		if enc != "identity" {
+			// ServeContent leaves the length of encoded bytes unset and
+			// would cut ranges out of them; send them whole, with it.
+			h.Set("Content-Length", strconv.Itoa(len(body)))
+			r = r.Clone(r.Context())
+			r.Header.Del("Range")
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		return nil
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(res.Status)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+	return nil
+}
+
+var (
+	bufPool  = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	gzipPool sync.Pool // of *gzip.Reader
+)
+
+// gunzip decompresses gz into buf, which it resets first.
+func gunzip(buf *bytes.Buffer, gz []byte) error {
+	buf.Reset()
+	var (
+		zr  *gzip.Reader
+		err error
+	)
+	if v := gzipPool.Get(); v != nil {
+		zr = v.(*gzip.Reader)
+		err = zr.Reset(bytes.NewReader(gz))
+	} else {
+		zr, err = gzip.NewReader(bytes.NewReader(gz))
+	}
+	if err != nil {
+		return fmt.Errorf("gunzip: %w", err)
+	}
+	defer gzipPool.Put(zr)
+	// The trailer holds the decoded size; trust it only as a hint.
+	if n := len(gz); n >= 4 {
+		size := int(gz[n-4]) | int(gz[n-3])<<8 | int(gz[n-2])<<16 | int(gz[n-1])<<24
+		buf.Grow(min(size, 64<<20))
+	}
+	if _, err := io.Copy(buf, zr); err != nil {
+		return fmt.Errorf("gunzip: %w", err)
+	}
+	return nil
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			name, params, _ := strings.Cut(part, ";")
+			name = strings.TrimSpace(name)
+			if !strings.EqualFold(name, "gzip") && name != "*" {
+				continue
+			}
+			q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+			if !ok {
+				return true
+			}
+			if f, err := strconv.ParseFloat(q, 64); err != nil || f > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fail answers with a one-line reason: JSON for API and JSON clients, the
+// archive's 404 page for browsers when it has one, else plain text.
+func (m *Server) fail(w http.ResponseWriter, r *http.Request, a *mirrorArchive, code int, msg string) {
+	ui.WriteError(w, r, code, msg, func() bool {
+		if code != http.StatusNotFound || a == nil || !ui.WantsHTML(r) {
+			return false
+		}
+		page, ok, err := a.a.Lookup("/*")
+		return err == nil && ok && page.Status == http.StatusNotFound && m.send(w, r, &page, time.Now()) == nil
+	})
+}

@@ -1,0 +1,141 @@
+package ui
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// This file holds what the live node (api) and the static mirror (mirror)
+// both send for a paste besides its page: the headers of a page and of the
+// raw bytes, the metadata document, and the one-line error answer. Both
+// packages call these, so a mirror answers exactly as the node does.
+
+// PasteOf is what the pages show of p; the content only with withContent.
+func PasteOf(p *fsm.Paste, withContent bool) Paste {
+	up := Paste{
+		ID:        p.ID,
+		Title:     p.Title,
+		Lang:      p.Lang,
+		CreatedAt: time.Unix(0, p.CreatedAt),
+		Burn:      p.Burn,
+		Encrypted: p.Encrypted,
+	}
+	if withContent {
+		up.Content = p.Content
+	}
+	if p.ExpiresAt != 0 {
+		up.ExpiresAt = time.Unix(0, p.ExpiresAt)
+	}
+	return up
+}
+
+// MetaOf is the metadata of p, with its URLs under base ("" for paths).
+func MetaOf(p *fsm.Paste, base string) pastenode.Meta {
+	m := pastenode.Meta{
+		ID:        p.ID,
+		URL:       base + "/" + p.ID,
+		RawURL:    base + "/raw/" + p.ID,
+		Title:     p.Title,
+		Lang:      p.Lang,
+		Size:      len(p.Content),
+		CreatedAt: time.Unix(0, p.CreatedAt).UTC(),
+		Burn:      p.Burn,
+		Encrypted: p.Encrypted,
+	}
+	if p.ExpiresAt != 0 {
+		t := time.Unix(0, p.ExpiresAt).UTC()
+		m.ExpiresAt = &t
+	}
+	return m
+}
+
+// SetPageHeaders sets the headers of an HTML page, live or exported.
+func SetPageHeaders(h http.Header) {
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", CSP())
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+}
+
+// Header values of every raw read, shared rather than built per request:
+// this is the hot path, and net/http never modifies a header's values.
+var (
+	hvText    = []string{"text/plain; charset=utf-8"}
+	hvBinary  = []string{"application/octet-stream"}
+	hvNosniff = []string{"nosniff"}
+	hvRawCSP  = []string{"default-src 'none'; sandbox"}
+	hvNoStore = []string{"no-store"}
+	hvNoCache = []string{"no-cache"}
+)
+
+// SetRawHeaders sets the headers of a raw read of p. Pastes never change,
+// so the id and creation time make a strong ETag without hashing the
+// content.
+func SetRawHeaders(h http.Header, p *fsm.Paste) {
+	if utf8.Valid(p.Content) {
+		h["Content-Type"] = hvText
+	} else {
+		h["Content-Type"] = hvBinary
+	}
+	h["X-Content-Type-Options"] = hvNosniff
+	h["Content-Security-Policy"] = hvRawCSP
+	h["Etag"] = []string{`"` + p.ID + "-" + strconv.FormatInt(p.CreatedAt, 36) + `"`}
+	switch {
+	case p.Burn:
+		h["Cache-Control"] = hvNoStore
+	case p.ExpiresAt != 0:
+		h["Cache-Control"] = hvNoCache
+		h.Set("Expires", time.Unix(0, p.ExpiresAt).UTC().Format(http.TimeFormat))
+	default:
+		h["Cache-Control"] = hvNoCache
+	}
+}
+
+// WriteError answers with code and a one-line reason: JSON for JSON
+// clients, else the page that page writes (when page is not nil and
+// reports that it wrote one), else plain text. The live node and the
+// mirror both answer errors this way.
+func WriteError(w http.ResponseWriter, r *http.Request, code int, msg string, page func() bool) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
+		h.Set("Retry-After", "1")
+	}
+	if WantsJSON(r) {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(pastenode.ErrorBody{Error: msg})
+		return
+	}
+	if page != nil && page() {
+		return
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	io.WriteString(w, msg+"\n")
+}
+
+// WantsJSON reports whether the client should get JSON: every /api/ call,
+// and clients that accept application/json before text/html.
+func WantsJSON(r *http.Request) bool {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		return true
+	}
+	accept := r.Header.Get("Accept")
+	return strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// WantsHTML reports whether the client is a browser asking for a page.
+func WantsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
