@@ -9,10 +9,23 @@
 // only 8 bytes per key in memory; Reader looks keys up in a read-only
 // memory mapping and never trusts an offset it has not checked.
 //
-// ArchiveWriter and Archive implement the schema described in
-// MIRROR-FORMAT.md: path references (f:, r:), metadata blocks (m…) and
-// content blocks (d…), deduplicated, plus the F/L/R path indexes, so that
-// kawipiko-server can serve an export unchanged.
+// ArchiveWriter and Archive implement the kawipiko-2022a archive schema of
+// kawipiko-server (github.com/volution/kawipiko), so that it can serve an
+// export unchanged. Its keys are:
+//
+//   - "schema", whose value is exactly "kawipiko-2022a";
+//   - path references "f:/path" (files) and "r:/path" (redirects), whose
+//     16-byte value is a metadata id "m" and a content id "d", each the
+//     letter and 7 lowercase hex digits of one shared counter;
+//   - the metadata blocks (key "m…"), which encode the status and headers
+//     (see meta.go), and the content blocks (key "d…"), which hold the body
+//     as sent, already compressed when the metadata says so; identical
+//     blocks are stored once and shared;
+//   - the path indexes "F0000001", "L0000001" and "R0000001": the sorted
+//     file, folder-listing and redirect paths, each followed by a newline.
+//
+// A path ending in /* is a wildcard: kawipiko-server answers a path with no
+// entry of its own from the nearest wildcard above it, up to /*.
 package cdb
 
 import (
