@@ -155,11 +155,12 @@ func benchRead(b *testing.B, h http.Handler, target string, headers ...string) {
 
 // BenchmarkMirrorRead reads one paste through the mirror's handler: its
 // raw bytes as curl asks for them, and its page as a browser does.
-// Compare with api's BenchmarkRead and BenchmarkReadPage.
+// Compare with api's BenchmarkRead, which reads raw bytes from a live node.
 func BenchmarkMirrorRead(b *testing.B) {
 	f, ids := benchFSM(b, 10_000, 4)
 	path, _ := writeExportFile(b, b.TempDir(), f, time.Now())
-	mirror, id := startMirror(b, Config{Path: path, Poll: time.Hour}).Handler(), ids[len(ids)/2] // highlighted as Go
+	mirror := startMirror(b, Config{Path: path, Poll: time.Hour}).Handler()
+	id := ids[len(ids)/2] // highlighted as Go
 	b.Run("raw", func(b *testing.B) { benchRead(b, mirror, "/raw/"+id) })
 	b.Run("page", func(b *testing.B) {
 		benchRead(b, mirror, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
