@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
+
+	"github.com/pastenode/pastenode/ui"
 )
 
 type metrics struct {
@@ -67,43 +69,18 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// statusRecorder remembers the status code a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	code int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 // instrument counts requests and their latency by route name, so that
 // paste ids never become label values.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &ui.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		route := "unknown"
 		if cr := mux.CurrentRoute(r); cr != nil && cr.GetName() != "" {
 			route = cr.GetName()
 		}
-		if rec.code == 0 {
-			rec.code = http.StatusOK
-		}
-		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.code)).Inc()
+		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.Code())).Inc()
 		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }

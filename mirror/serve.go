@@ -17,11 +17,13 @@ import (
 
 // ServeHTTP serves one request from the current archive.
 func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.metrics.counted.ServeHTTP(w, r)
+	rec := &ui.StatusRecorder{ResponseWriter: w}
+	route := m.serve(rec, r)
+	m.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.Code())).Inc()
 }
 
-// serve answers r.
-func (m *Server) serve(w http.ResponseWriter, r *http.Request) {
+// serve answers r and returns its route name for the metrics.
+func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
 	now := time.Now()
 	html := ui.WantsHTML(r)
 	route, key := mirrorRoute(r.URL.Path, html)
@@ -29,39 +31,39 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		m.fail(w, r, nil, http.StatusMethodNotAllowed,
 			"read-only mirror: "+r.Method+" is not allowed, only GET and HEAD")
-		return
+		return route
 	}
 	switch route {
 	case "healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
-		return
+		return route
 	case "metrics":
-		m.metrics.expose.ServeHTTP(w, r)
-		return
+		m.metrics.handler.ServeHTTP(w, r)
+		return route
 	}
 
 	a := m.acquire()
 	if a == nil {
 		m.fail(w, r, nil, http.StatusServiceUnavailable, "mirror is shutting down")
-		return
+		return route
 	}
 	defer a.release(m.log)
 	if route == "index" && !html {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Add("Vary", "Accept")
 		io.WriteString(w, "pastenode read-only mirror: GET /ID for a page, /raw/ID for the bytes\n")
-		return
+		return route
 	}
 	if key == "" {
 		m.fail(w, r, a, http.StatusNotFound, "not found")
-		return
+		return route
 	}
 	res, ok, err := a.a.Lookup(key)
 	if err != nil {
 		m.log.Error("archive lookup", "path", key, "err", err)
 		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
-		return
+		return route
 	}
 	if !ok || res.Status == http.StatusNotFound || expired(&res, now) {
 		msg := "paste not found"
@@ -69,7 +71,7 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) {
 			msg = "not found"
 		}
 		m.fail(w, r, a, http.StatusNotFound, msg)
-		return
+		return route
 	}
 	if route == "view" || route == "index" {
 		w.Header().Add("Vary", "Accept")
@@ -78,6 +80,7 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) {
 		m.log.Error("serve from archive", "path", key, "err", err)
 		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
 	}
+	return route
 }
 
 // mirrorRoute names the route of path, as the live node's router does,

@@ -139,3 +139,38 @@ func WantsJSON(r *http.Request) bool {
 func WantsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
+
+// StatusRecorder is a ResponseWriter that remembers the status code sent
+// through it, for the request metrics of api and mirror.
+type StatusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+// WriteHeader records the first code and sends it.
+func (r *StatusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write records an implicit 200 and sends b.
+func (r *StatusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the ResponseWriter underneath, for http.ResponseController.
+func (r *StatusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Code returns the status code sent: 200 if the handler sent none, as
+// net/http then does.
+func (r *StatusRecorder) Code() int {
+	if r.code == 0 {
+		return http.StatusOK
+	}
+	return r.code
+}
