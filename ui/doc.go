@@ -5,8 +5,9 @@
 // an io.Writer and serves its static files. It also builds what the live
 // node (package api) and the static mirror (package mirror) both send for a
 // paste besides its page, so that the two answer alike: the headers of a
-// page (CSP included) and of the raw bytes, the metadata document and the
-// one-line error answer. Routing and status codes stay with those packages.
+// page (CSP included) and of the raw bytes, the metadata document, the
+// one-line error answer, and the StatusRecorder that both count requests
+// with. Routing and status codes stay with those packages.
 //
 // Plain pastes are highlighted on the server with chroma, using CSS classes
 // only: the page never carries a style attribute, an inline script or an
