@@ -18,10 +18,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode/fsm"
@@ -142,8 +144,9 @@ type Cluster struct {
 	suspectAfter time.Duration
 	savedPeers   []string // what savePeers last wrote
 
-	wake      chan struct{} // nudges the leader's reconcile after gossip events
-	peersWake chan struct{} // nudges joinLoop to record the live peers
+	ap        atomic.Pointer[autopilot.Autopilot] // set while autopilot runs here
+	wake      chan struct{}                       // nudges the leader's reconcile after gossip events
+	peersWake chan struct{}                       // nudges joinLoop to record the live peers
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	once      sync.Once

@@ -88,7 +88,8 @@ func (c *Cluster) leaderLoop() {
 		if stopAP == nil {
 			ctx, cancel := context.WithCancel(context.Background())
 			ap.Start(ctx)
-			stopAP = func() { cancel(); <-ap.Stop() }
+			c.ap.Store(ap)
+			stopAP = func() { c.ap.Store(nil); cancel(); <-ap.Stop() }
 			c.log.Info("autopilot started")
 		}
 		c.reconcile(ap)
