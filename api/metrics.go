@@ -61,6 +61,13 @@ func newMetrics(store Store) *metrics {
 		gauge("pastenode_raft_term", "Current Raft term.", func() float64 { return float64(store.Info().Term) }),
 		gauge("pastenode_raft_commit_index", "Raft commit index.", func() float64 { return float64(store.Info().CommitIndex) }),
 		gauge("pastenode_raft_applied_index", "Raft applied index.", func() float64 { return float64(store.Info().AppliedIndex) }),
+		gauge("pastenode_raft_last_contact_seconds", "Seconds since this node last heard from the leader: 0 on the leader, -1 if never.",
+			func() float64 {
+				if c := store.Info().LastContact; c >= 0 {
+					return c.Seconds()
+				}
+				return -1
+			}),
 	)
 	return m
 }

@@ -98,6 +98,9 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err := exportRaftMetrics(apiServer.Registry()); err != nil {
 		return err
 	}
+	if err := registerNodeMetrics(apiServer.Registry(), n, cl, c.DataDir); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
