@@ -67,7 +67,7 @@ type Config struct {
 	WriteHold         time.Duration // how long a write waits out an election
 }
 
-// Validate checks cfg and fills in defaults.
+// Validate checks c and changes nothing; New fills in the defaults first.
 func (c *Config) Validate() error {
 	if c.ID == "" {
 		return errors.New("node id is empty")
@@ -81,24 +81,31 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
 		return fmt.Errorf("raft addr %q: %w", c.RaftAddr, err)
 	}
-	if c.AdvertiseAddr == "" {
-		c.AdvertiseAddr = c.RaftAddr
+	adv := c.AdvertiseAddr
+	if adv == "" {
+		adv = c.RaftAddr
 	}
-	host, port, err := net.SplitHostPort(c.AdvertiseAddr)
+	host, port, err := net.SplitHostPort(adv)
 	if err != nil {
-		return fmt.Errorf("raft advertise addr %q: %w", c.AdvertiseAddr, err)
+		return fmt.Errorf("raft advertise addr %q: %w", adv, err)
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("raft advertise addr %q: peers cannot dial it; set --advertise-host", c.AdvertiseAddr)
+		return fmt.Errorf("raft advertise addr %q: peers cannot dial it; set --advertise-host", adv)
 	}
 	if port == "0" {
-		return fmt.Errorf("raft addr %q: a fixed port is needed, peers store it", c.AdvertiseAddr)
+		return fmt.Errorf("raft addr %q: a fixed port is needed, peers store it", adv)
 	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("bootstrap expect %d: must be 0 or more", c.BootstrapExpect)
 	}
-	if err := CheckClusterKey(c.ClusterKey); err != nil {
-		return err
+	return CheckClusterKey(c.ClusterKey)
+}
+
+// withDefaults returns c with the advertise address, the logger and every
+// zero duration and size filled in.
+func (c Config) withDefaults() Config {
+	if c.AdvertiseAddr == "" {
+		c.AdvertiseAddr = c.RaftAddr
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -124,7 +131,7 @@ func (c *Config) Validate() error {
 	if c.WriteHold == 0 {
 		c.WriteHold = 7 * time.Second
 	}
-	return nil
+	return c
 }
 
 // CheckClusterKey accepts no key, or an AES key of 16, 24 or 32 bytes: the
@@ -164,6 +171,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	return &Node{
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "node"),

@@ -38,8 +38,8 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)
 				}
-				if c.AdvertiseAddr != c.RaftAddr || c.WriteHold == 0 || c.Logger == nil {
-					t.Fatalf("defaults not filled in: %+v", c)
+				if d := c.withDefaults(); d.AdvertiseAddr != c.RaftAddr || d.WriteHold == 0 || d.Logger == nil {
+					t.Fatalf("defaults not filled in: %+v", d)
 				}
 				return
 			}
