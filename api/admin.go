@@ -39,9 +39,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		st.Node.LastContactMs = -1
 	}
 	if s.cfg.Cluster != nil {
-		for _, m := range s.cfg.Cluster.Members() {
-			st.Members = append(st.Members, pastenode.Member(m))
-		}
+		st.Members = append(st.Members, s.cfg.Cluster.Members()...)
 	}
 	st.Store.Pastes, st.Store.Bytes = s.cfg.Store.Stats()
 	writeJSON(w, http.StatusOK, st)

@@ -8,48 +8,41 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
 
-// seedPastes creates n pastes of about 1 KiB through Raft, many at a time
-// so that Raft batches them, and returns their ids.
+// seedPastes creates count pastes of about 1 KiB through Raft, many at a
+// time so that Raft batches them, and returns their ids.
 func seedPastes(tb testing.TB, n *node.Node, count int) []string {
 	tb.Helper()
-	ids := make([]string, count)
-	for i := range ids {
-		ids[i] = randomString(idLen, idAlpha)
-	}
 	content := bytes.Repeat([]byte("0123456789abcdef\n"), 60)
 	var (
 		wg   sync.WaitGroup
-		next = make(chan string)
+		mu   sync.Mutex
+		ids  = make([]string, 0, count)
+		next = make(chan struct{})
 		errs = make(chan error, 1)
 	)
 	for range 64 {
 		wg.Go(func() {
-			for id := range next {
-				now := time.Now().UnixNano()
-				res, err := n.Apply(context.Background(), &fsm.Command{
-					Type: fsm.TypeCreate, Now: now,
-					Paste: &fsm.Paste{ID: id, Content: content, CreatedAt: now, TokenHash: fsm.HashToken("t")},
-				})
-				if err == nil {
-					err = res.Err
-				}
+			for range next {
+				p, err := n.Create(context.Background(), node.CreateRequest{Content: content, DeleteToken: "t"})
 				if err != nil {
 					select {
-					case errs <- fmt.Errorf("create %s: %w", id, err):
+					case errs <- fmt.Errorf("create: %w", err):
 					default:
 					}
+					continue
 				}
+				mu.Lock()
+				ids = append(ids, p.ID)
+				mu.Unlock()
 			}
 		})
 	}
-	for _, id := range ids {
-		next <- id
+	for range count {
+		next <- struct{}{}
 	}
 	close(next)
 	wg.Wait()

@@ -17,15 +17,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/pastenode/pastenode"
-
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
 
 const (
 	maxTitle  = 200
-	idLen     = 10
-	idAlpha   = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 	minExpire = time.Second
 	// formOverhead is what multipart framing may add to a body of the
 	// maximum paste size.
@@ -362,40 +360,23 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 	s.writeCreated(w, r, created, true)
 }
 
-// create replicates a new paste, drawing a fresh id if the first is taken.
+// create replicates a new paste under a fresh delete token.
 func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.Created, error) {
-	token := randomString(22, "")
-	now := time.Now()
-	p := &fsm.Paste{
-		Content:   content,
-		Title:     o.title,
-		Lang:      o.lang,
-		CreatedAt: now.UnixNano(),
-		Burn:      o.burn,
-		Encrypted: o.encrypted,
-		TokenHash: fsm.HashToken(token),
+	token := newToken()
+	p, err := s.cfg.Store.Create(r.Context(), node.CreateRequest{
+		Content:     content,
+		Title:       o.title,
+		Lang:        o.lang,
+		Expire:      o.expire,
+		Burn:        o.burn,
+		Encrypted:   o.encrypted,
+		DeleteToken: token,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if o.expire > 0 {
-		p.ExpiresAt = now.Add(o.expire).UnixNano()
-	}
-	cmd := &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: p}
-	for range 5 {
-		p.ID = randomString(idLen, idAlpha)
-		res, err := s.cfg.Store.Apply(r.Context(), cmd)
-		if err != nil {
-			return nil, err
-		}
-		if errors.Is(res.Err, fsm.ErrExists) {
-			cmd.RequestID = "" // a new attempt, not a retry
-			continue
-		}
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		s.metrics.creates.Inc()
-		return s.created(r, res.Paste, token), nil
-	}
-	return nil, errors.New("could not find a free paste id")
+	s.metrics.creates.Inc()
+	return s.created(r, p, token), nil
 }
 
 func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *pastenode.Created {
@@ -444,28 +425,9 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-// randomString draws n characters from alphabet (base64url when empty).
-func randomString(n int, alphabet string) string {
-	if alphabet == "" {
-		b := make([]byte, (n*6+7)/8)
-		_, _ = rand.Read(b)
-		return base64.RawURLEncoding.EncodeToString(b)[:n]
-	}
-	out := make([]byte, n)
-	buf := make([]byte, n*2)
-	for i := 0; i < n; {
-		_, _ = rand.Read(buf)
-		for _, c := range buf {
-			// Reject bytes past the largest multiple of len(alphabet) so
-			// that every character is equally likely.
-			if int(c) >= 256-256%len(alphabet) {
-				continue
-			}
-			out[i] = alphabet[int(c)%len(alphabet)]
-			if i++; i == n {
-				break
-			}
-		}
-	}
-	return string(out)
+// newToken draws a delete token: 22 base64url characters, 132 bits.
+func newToken() string {
+	var b [17]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])[:22]
 }

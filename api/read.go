@@ -136,13 +136,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, errorf(http.StatusForbidden, "missing delete token: send X-Delete-Token"))
 		return
 	}
-	res, err := s.cfg.Store.Apply(r.Context(), &fsm.Command{
-		Type: fsm.TypeDelete, ID: id, TokenHash: fsm.HashToken(token), Admin: admin,
-	})
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
+	if err := s.cfg.Store.Delete(r.Context(), id, token, admin); err != nil {
 		if errors.Is(err, fsm.ErrNotFound) {
 			err = errorf(http.StatusNotFound, "paste not found")
 		}

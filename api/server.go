@@ -21,16 +21,19 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
 
-// Store is the replicated paste store, as the handlers need it.
+// Store is the replicated paste store, as the handlers need it
+// (*node.Node).
 type Store interface {
-	// Apply replicates a command and returns its result.
-	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+	// Create replicates a new paste under a fresh id and returns it.
+	Create(ctx context.Context, req node.CreateRequest) (*fsm.Paste, error)
+	// Delete removes a paste with its delete token, or as admin.
+	Delete(ctx context.Context, id, token string, admin bool) error
 	// Get reads a live paste, consistent with every acknowledged write.
 	Get(ctx context.Context, id string) (*fsm.Paste, bool)
 	// Consume hands out a burn paste exactly once.
@@ -45,7 +48,7 @@ type Store interface {
 
 // Cluster is gossip membership, as the admin calls need it.
 type Cluster interface {
-	Members() []cluster.Member
+	Members() []pastenode.Member
 	Join(ctx context.Context, addrs []string) error
 	Remove(ctx context.Context, id string) error
 }

@@ -264,7 +264,7 @@ func TestCreateBadRequest(t *testing.T) {
 			t.Logf("reason: %s", r.wantReason(t, asJSON))
 		})
 	}
-	if n, _ := tn.node.FSM().Stats(); n != 0 {
+	if n, _ := tn.node.Stats(); n != 0 {
 		t.Errorf("store after bad requests: got %d pastes, want 0", n)
 	}
 	// The limit counts characters, not bytes.
@@ -336,7 +336,7 @@ func TestExpire(t *testing.T) {
 		do(t, http.MethodGet, tn.URL+"/api/v1/pastes/"+c.ID, nil).wantStatus(t, http.StatusNotFound)
 		// The leader's reaper deletes it through the log.
 		waitFor(t, 10*time.Second, "expired paste removed from the store", func() error {
-			if n, _ := tn.node.FSM().Stats(); n != 0 {
+			if n, _ := tn.node.Stats(); n != 0 {
 				return fmt.Errorf("%d pastes left", n)
 			}
 			return nil

@@ -14,16 +14,9 @@ import (
 
 	"github.com/pastenode/pastenode"
 
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
-
-// nodeStore adapts a real node to Store, as cmd/pastenode does.
-type nodeStore struct{ *node.Node }
-
-func (s nodeStore) Stats() (int64, int64) { return s.FSM().Stats() }
-func (s nodeStore) View() fsm.View        { return s.FSM().View() }
 
 // testNode is one real, single-voter Raft node served by httptest. Its
 // data dir and Raft address stay the same across restarts, as Raft stores
@@ -87,7 +80,7 @@ func (tn *testNode) open(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	cfg := tn.cfg
-	cfg.Store, cfg.UI = nodeStore{n}, pages
+	cfg.Store, cfg.UI = n, pages
 	if tn.server, err = NewServer(cfg); err != nil {
 		tb.Fatal(err)
 	}

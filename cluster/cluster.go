@@ -26,7 +26,7 @@ import (
 	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -38,18 +38,24 @@ var (
 	ErrJoin = errors.New("could not reach any seed")
 )
 
-// Node is what the cluster needs of the local Raft node.
+// Node is what the cluster needs of the local Raft node (*node.Node).
 type Node interface {
 	ID() string
-	Raft() *raft.Raft
+	// HasState reports whether the node belongs to a cluster already.
 	HasState() bool
 	IsLeader() bool
+	// Bootstrap forms a new cluster of servers.
 	Bootstrap(servers []raft.Server) error
+	// Servers is the Raft configuration, with the leader marked.
 	Servers() ([]node.Server, error)
-	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
-	FSM() *fsm.FSM
-	LocalStats() node.ServerStats
-	PeerStats(ctx context.Context, raftAddr string) (node.ServerStats, error)
+	// RemoveNode replicates an operator's removal of node id; Removed
+	// reports one.
+	RemoveNode(ctx context.Context, id string) error
+	Removed(id string) bool
+	// ServerStats are the health figures autopilot judges server id by.
+	ServerStats(ctx context.Context, id, raftAddr string) (node.ServerStats, error)
+	// NewAutopilot returns an autopilot over the node's Raft.
+	NewAutopilot(app autopilot.ApplicationIntegration, opts ...autopilot.Option) *autopilot.Autopilot
 }
 
 // Config configures a Cluster.
@@ -115,17 +121,6 @@ type member struct {
 	// suspects a node, so a live member unheard of for a while is
 	// reported as suspect.
 	lastAck time.Time
-}
-
-// Member is one node of the cluster, merged from Raft and gossip.
-type Member struct {
-	ID         string
-	APIAddr    string
-	RaftAddr   string
-	GossipAddr string
-	Gossip     string // alive, suspect, dead, left, or unknown
-	Suffrage   string // voter, nonvoter, or none
-	Leader     bool
 }
 
 // Cluster is this node's view of gossip membership.
@@ -271,16 +266,17 @@ func (c *Cluster) Join(ctx context.Context, seeds []string) error {
 	return nil
 }
 
-// Members returns every node Raft or gossip knows, sorted by id.
-func (c *Cluster) Members() []Member {
+// Members returns every node Raft or gossip knows, merged and sorted by
+// id. Gossip is alive, suspect, dead, left, or unknown for a node only Raft
+// knows; Suffrage is voter, nonvoter, or none for a node only gossip knows.
+func (c *Cluster) Members() []pastenode.Member {
 	servers, _ := c.node.Servers()
-	_, leaderID := c.node.Raft().LeaderWithID()
 	c.mu.Lock()
-	byID := map[string]*Member{}
-	get := func(id string) *Member {
+	byID := map[string]*pastenode.Member{}
+	get := func(id string) *pastenode.Member {
 		m, ok := byID[id]
 		if !ok {
-			m = &Member{ID: id, Gossip: "unknown", Suffrage: "none", Leader: id == string(leaderID)}
+			m = &pastenode.Member{ID: id, Gossip: "unknown", Suffrage: "none"}
 			byID[id] = m
 		}
 		return m
@@ -295,16 +291,16 @@ func (c *Cluster) Members() []Member {
 	c.mu.Unlock()
 	for _, s := range servers {
 		m := get(s.ID)
-		m.Suffrage = s.Suffrage
+		m.Suffrage, m.Leader = s.Suffrage, s.Leader
 		if m.RaftAddr == "" {
 			m.RaftAddr = s.Addr
 		}
 	}
-	out := make([]Member, 0, len(byID))
+	out := make([]pastenode.Member, 0, len(byID))
 	for _, m := range byID {
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b pastenode.Member) int { return cmpString(a.ID, b.ID) })
 	return out
 }
 

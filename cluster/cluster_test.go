@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
@@ -246,8 +246,13 @@ func TestLeaderFailover(t *testing.T) {
 			tc.restart(old)
 			// Its own log must catch up, not only the read index answer.
 			waitFor(t, 10*time.Second, func() bool {
+				applied := map[string]bool{}
+				tc.nodes[old].node.View().Walk(func(p *fsm.Paste) bool {
+					applied[p.ID] = true
+					return true
+				})
 				for id := range want {
-					if _, ok := tc.nodes[old].node.FSM().Get(id, time.Now()); !ok {
+					if !applied[id] {
 						return false
 					}
 				}
@@ -404,9 +409,7 @@ func TestNoQuorum(t *testing.T) {
 			lone := tc.nodes[r]
 
 			start := time.Now()
-			_, err := lone.node.Apply(ctx, &fsm.Command{Type: fsm.TypeCreate, Paste: &fsm.Paste{
-				ID: randomID(t), Content: []byte("no quorum"), TokenHash: fsm.HashToken("t"),
-			}})
+			_, err := lone.node.Create(ctx, node.CreateRequest{Content: []byte("no quorum"), DeleteToken: "t"})
 			elapsed := time.Since(start)
 			if !errors.Is(err, node.ErrNoLeader) {
 				t.Fatalf("apply without quorum: got error %v, want %v", err, node.ErrNoLeader)
@@ -441,15 +444,9 @@ func BenchmarkClusterCreate(b *testing.B) {
 		for pb.Next() {
 			i := next.Add(1)
 			n := tc.nodes[followers[i%uint64(len(followers))]].node
-			id := fmt.Sprintf("b%d", i)
-			res, err := n.Apply(context.Background(), &fsm.Command{Type: fsm.TypeCreate, Paste: &fsm.Paste{
-				ID: id, Content: content, TokenHash: fsm.HashToken("t"),
-			}})
-			if err == nil {
-				err = res.Err
-			}
+			_, err := n.Create(context.Background(), node.CreateRequest{Content: content, DeleteToken: "t"})
 			if err != nil {
-				b.Errorf("create %s: %v", id, err)
+				b.Errorf("create %d: %v", i, err)
 				return
 			}
 		}
@@ -485,7 +482,7 @@ func (tc *testCluster) seesAlive(i, j int) bool {
 
 // allAliveVoters reports whether members are exactly n alive voters, one of
 // them marked leader.
-func allAliveVoters(members []cluster.Member, n int) bool {
+func allAliveVoters(members []pastenode.Member, n int) bool {
 	if len(members) != n {
 		return false
 	}

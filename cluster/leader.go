@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/raft"
 	autopilot "github.com/hashicorp/raft-autopilot"
 
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -58,11 +57,11 @@ func (c *Cluster) joinLoop() {
 // leaderLoop runs autopilot and the reconciliation of gossip into Raft
 // while this node leads, and stops them when it does not.
 func (c *Cluster) leaderLoop() {
-	ap := autopilot.New(c.node.Raft(), (*apDelegate)(c),
+	ap := c.node.NewAutopilot((*apDelegate)(c),
 		autopilot.WithLogger(node.HCLogger(c.cfg.Logger.With("component", "autopilot"))),
 		autopilot.WithReconcileInterval(c.scaled(time.Second)),
 		autopilot.WithUpdateInterval(c.scaled(time.Second)),
-		autopilot.WithPromoter(&promoter{removed: c.node.FSM().Removed}))
+		autopilot.WithPromoter(&promoter{removed: c.node.Removed}))
 	tick := time.NewTicker(c.scaled(500 * time.Millisecond))
 	defer tick.Stop()
 	var stopAP func()
@@ -112,15 +111,13 @@ func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 	for _, s := range servers {
 		inRaft[s.ID] = s.Addr
 	}
-	fsmState := c.node.FSM()
 	for _, s := range servers {
-		if !fsmState.Removed(s.ID) {
+		if !c.node.Removed(s.ID) {
 			continue
 		}
 		if s.ID == c.node.ID() {
-			// A leader cannot remove itself cleanly: hand over first, the
-			// next leader removes us.
-			_ = c.node.Raft().LeadershipTransfer().Error()
+			// A leader cannot remove itself cleanly: the node hands over
+			// leadership, and the next leader removes it.
 			return
 		}
 		if err := ap.RemoveServer(raft.ServerID(s.ID)); err != nil {
@@ -132,7 +129,7 @@ func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 	c.mu.Lock()
 	var add []*autopilot.Server
 	for id, m := range c.members {
-		if m.state != "alive" || m.meta.RaftAddr == "" || fsmState.Removed(id) {
+		if m.state != "alive" || m.meta.RaftAddr == "" || c.node.Removed(id) {
 			continue
 		}
 		if addr, ok := inRaft[id]; ok && addr == m.meta.RaftAddr {
@@ -164,7 +161,7 @@ func (c *Cluster) removedLoop() {
 			return
 		case <-tick.C:
 		}
-		if c.node.FSM().Removed(c.node.ID()) && !c.node.IsLeader() {
+		if c.node.Removed(c.node.ID()) && !c.node.IsLeader() {
 			c.log.Warn("this node was removed from the cluster by an operator; leaving gossip")
 			c.leave()
 			return
@@ -179,12 +176,8 @@ func (c *Cluster) Remove(ctx context.Context, id string) error {
 	if !c.known(id) {
 		return fmt.Errorf("%w: %s", ErrUnknownNode, id)
 	}
-	res, err := c.node.Apply(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, ID: id})
-	if err != nil {
+	if err := c.node.RemoveNode(ctx, id); err != nil {
 		return err
-	}
-	if res.Err != nil {
-		return res.Err
 	}
 	c.wakeUp()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -268,14 +261,9 @@ func (d *apDelegate) FetchServerStats(ctx context.Context, servers map[raft.Serv
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var st node.ServerStats
-			if string(id) == c.node.ID() {
-				st = c.node.LocalStats()
-			} else {
-				var err error
-				if st, err = c.node.PeerStats(ctx, string(s.Address)); err != nil {
-					return
-				}
+			st, err := c.node.ServerStats(ctx, string(id), string(s.Address))
+			if err != nil {
+				return
 			}
 			mu.Lock()
 			out[id] = &autopilot.ServerStats{LastContact: st.LastContact, LastTerm: st.LastTerm, LastIndex: st.LastIndex}
@@ -288,7 +276,11 @@ func (d *apDelegate) FetchServerStats(ctx context.Context, servers map[raft.Serv
 
 func (d *apDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 	c := (*Cluster)(d)
-	_, leader := c.node.Raft().LeaderWithID()
+	var leader string
+	servers, _ := c.node.Servers()
+	if i := slices.IndexFunc(servers, func(s node.Server) bool { return s.Leader }); i >= 0 {
+		leader = servers[i].ID
+	}
 	out := map[raft.ServerID]*autopilot.Server{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -303,7 +295,7 @@ func (d *apDelegate) KnownServers() map[raft.ServerID]*autopilot.Server {
 		out[raft.ServerID(id)] = &autopilot.Server{
 			ID: raft.ServerID(id), Name: id, Address: raft.ServerAddress(m.meta.RaftAddr),
 			NodeStatus: status, Version: m.meta.Version, RaftVersion: raft.ProtocolVersionMax,
-			IsLeader: raft.ServerID(id) == leader,
+			IsLeader: id == leader,
 		}
 	}
 	return out

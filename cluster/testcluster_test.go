@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -183,7 +183,7 @@ func (tc *testCluster) start(i int) {
 		tc.tb.Fatal(err)
 	}
 	as, err := api.NewServer(api.Config{
-		Store:        store{n},
+		Store:        n,
 		Cluster:      cl,
 		UI:           pages,
 		Logger:       logger,
@@ -347,23 +347,13 @@ func holdsFor(tb testing.TB, d time.Duration, cond func() bool, msg string) {
 // createPaste replicates a new paste through n and returns its id.
 func createPaste(tb testing.TB, n *node.Node, content string, burn bool) string {
 	tb.Helper()
-	id := randomID(tb)
-	now := time.Now().UnixNano()
-	res, err := n.Apply(context.Background(), &fsm.Command{
-		Type: fsm.TypeCreate,
-		Now:  now,
-		Paste: &fsm.Paste{
-			ID: id, Content: []byte(content), CreatedAt: now, Burn: burn,
-			TokenHash: fsm.HashToken("token"),
-		},
+	p, err := n.Create(context.Background(), node.CreateRequest{
+		Content: []byte(content), Burn: burn, DeleteToken: "token",
 	})
 	if err != nil {
 		tb.Fatalf("create through %s: %v", n.ID(), err)
 	}
-	if res.Err != nil {
-		tb.Fatalf("create through %s: %v", n.ID(), res.Err)
-	}
-	return id
+	return p.ID
 }
 
 var httpClient = &http.Client{Timeout: 15 * time.Second}
@@ -404,12 +394,6 @@ func getRaw(url, id string) (status int, body string, err error) {
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
 }
-
-// store adapts a node to api.Store, as cmd/pastenode does.
-type store struct{ *node.Node }
-
-func (s store) Stats() (int64, int64) { return s.FSM().Stats() }
-func (s store) View() fsm.View        { return s.FSM().View() }
 
 func randomKey(tb testing.TB) []byte {
 	tb.Helper()
@@ -499,10 +483,10 @@ func (b *logBuffer) tail(n int) string {
 }
 
 // memberOf returns id's entry in members, if any.
-func memberOf(members []cluster.Member, id string) (cluster.Member, bool) {
-	i := slices.IndexFunc(members, func(m cluster.Member) bool { return m.ID == id })
+func memberOf(members []pastenode.Member, id string) (pastenode.Member, bool) {
+	i := slices.IndexFunc(members, func(m pastenode.Member) bool { return m.ID == id })
 	if i < 0 {
-		return cluster.Member{}, false
+		return pastenode.Member{}, false
 	}
 	return members[i], true
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/pastenode/pastenode/fsm"
 )
 
-// Apply replicates cmd and returns its result once a majority has it on
+// propose replicates cmd and returns its result once a majority has it on
 // disk and this node's own state machine has applied it. It stamps the
 // command with a request id and the time if they are missing, and retries
 // with the same request id through elections and lost answers for up to
 // Config.WriteHold, so the command is applied at most once. Application
 // errors come back in Result.Err.
-func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
 	if n.closing.Load() {
 		return nil, ErrClosed
 	}
@@ -185,19 +185,6 @@ func (n *Node) waitBarrier(ctx context.Context) error {
 	return nil
 }
 
-// Consume hands out a burn paste exactly once, cluster-wide: the decision is
-// a replicated command, never a local read.
-func (n *Node) Consume(ctx context.Context, id string) (*fsm.Paste, error) {
-	res, err := n.Apply(ctx, &fsm.Command{Type: fsm.TypeConsume, ID: id})
-	if err != nil {
-		return nil, err
-	}
-	if res.Err != nil {
-		return nil, res.Err
-	}
-	return res.Paste, nil
-}
-
 // leaderLoop runs the leader's duties: a barrier at the start of each term
 // and the expiry reaper, which proposes Expire commands when something is
 // due. The reaper applies only locally and never forwards, so a deposed
@@ -222,6 +209,7 @@ func (n *Node) leaderLoop() {
 			}
 		case <-tick.C:
 			n.reap()
+			n.stepDownIfRemoved()
 		}
 	}
 }
@@ -240,6 +228,18 @@ func (n *Node) reap() {
 	}
 	if err := n.raft.Apply(data, 5*time.Second).Error(); err != nil {
 		n.log.Warn("expire failed", "err", err)
+	}
+}
+
+// stepDownIfRemoved hands leadership to another voter once an operator has
+// removed this node: a leader cannot take itself out of Raft cleanly, so the
+// next leader does it.
+func (n *Node) stepDownIfRemoved() {
+	if n.raft.State() != raft.Leader || n.closing.Load() || !n.fsm.Removed(n.cfg.ID) {
+		return
+	}
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.log.Warn("removed leader could not hand over", "err", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	autopilot "github.com/hashicorp/raft-autopilot"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -20,6 +21,12 @@ func (n *Node) HasState() bool {
 
 // IsLeader reports whether this node leads.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// NewAutopilot returns an autopilot that manages this node's Raft voters
+// for app. It starts nothing: the caller starts it while this node leads.
+func (n *Node) NewAutopilot(app autopilot.ApplicationIntegration, opts ...autopilot.Option) *autopilot.Autopilot {
+	return autopilot.New(n.raft, app, opts...)
+}
 
 // ServerStats are what autopilot needs to judge a server's health.
 type ServerStats struct {
@@ -49,8 +56,17 @@ func (n *Node) LocalStats() ServerStats {
 	return s
 }
 
-// PeerStats asks the node at raftAddr for its ServerStats.
-func (n *Node) PeerStats(ctx context.Context, raftAddr string) (ServerStats, error) {
+// ServerStats returns the ServerStats of server id at raftAddr: this
+// node's own, or asked over the internal RPC.
+func (n *Node) ServerStats(ctx context.Context, id, raftAddr string) (ServerStats, error) {
+	if id == n.cfg.ID {
+		return n.LocalStats(), nil
+	}
+	return n.peerStats(ctx, raftAddr)
+}
+
+// peerStats asks the node at raftAddr for its ServerStats.
+func (n *Node) peerStats(ctx context.Context, raftAddr string) (ServerStats, error) {
 	var s ServerStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+raftAddr+"/internal/v1/stats", nil)
 	if err != nil {

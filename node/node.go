@@ -181,11 +181,17 @@ func New(cfg Config) (*Node, error) {
 	}, nil
 }
 
-// FSM returns the node's state machine, for local reads.
-func (n *Node) FSM() *fsm.FSM { return n.fsm }
-
-// Raft returns the Raft instance, for the cluster package.
+// Raft returns the Raft instance. Nothing in pastenode drives Raft
+// through it; tests use it to stop Raft abruptly, as a crash would.
 func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// Stats returns the number of live pastes and their total content bytes,
+// as this node has applied them.
+func (n *Node) Stats() (count, bytes int64) { return n.fsm.Stats() }
+
+// View returns a consistent view of the whole store as this node has
+// applied it, for exports.
+func (n *Node) View() fsm.View { return n.fsm.View() }
 
 // ID returns the node id.
 func (n *Node) ID() string { return n.cfg.ID }

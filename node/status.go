@@ -49,6 +49,7 @@ type Server struct {
 	ID       string
 	Addr     string
 	Suffrage string // voter, nonvoter
+	Leader   bool   // this node knows it as the leader
 }
 
 // Servers returns the current Raft configuration.
@@ -57,13 +58,14 @@ func (n *Node) Servers() ([]Server, error) {
 	if err := f.Error(); err != nil {
 		return nil, fmt.Errorf("raft configuration: %w", err)
 	}
+	_, leader := n.raft.LeaderWithID()
 	var out []Server
 	for _, s := range f.Configuration().Servers {
 		suf := "voter"
 		if s.Suffrage != raft.Voter {
 			suf = "nonvoter"
 		}
-		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf})
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf, Leader: s.ID == leader})
 	}
 	return out, nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -80,7 +79,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		return err
 	}
 	apiServer, err := api.NewServer(api.Config{
-		Store:        store{n},
+		Store:        n,
 		Cluster:      cl,
 		UI:           pages,
 		Logger:       log,
@@ -119,12 +118,6 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 
 	return serveUntil(ctx, srv, ln, log)
 }
-
-// store adapts a node to api.Store.
-type store struct{ *node.Node }
-
-func (s store) Stats() (int64, int64) { return s.FSM().Stats() }
-func (s store) View() fsm.View        { return s.FSM().View() }
 
 // exportRaftMetrics sends hashicorp/raft's and raft-boltdb's metrics
 // (commit time, FSM apply, last contact, the bolt freelist gauges) to reg.

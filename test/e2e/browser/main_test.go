@@ -29,7 +29,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pastenode/pastenode/api"
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -109,12 +108,6 @@ func findBrowser() string {
 	return ""
 }
 
-// store adapts a node to api.Store, as cmd/pastenode does.
-type store struct{ *node.Node }
-
-func (s store) Stats() (int64, int64) { return s.FSM().Stats() }
-func (s store) View() fsm.View        { return s.FSM().View() }
-
 // startServer opens a single-voter node in dir and serves its API and UI
 // on a loopback httptest server. stop closes both.
 func startServer(dir string) (baseURL string, stop func(), err error) {
@@ -152,7 +145,7 @@ func startServer(dir string) (baseURL string, stop func(), err error) {
 		n.Close()
 		return "", nil, err
 	}
-	srv, err := api.NewServer(api.Config{Store: store{n}, UI: pages, MaxPasteSize: 1 << 20})
+	srv, err := api.NewServer(api.Config{Store: n, UI: pages, MaxPasteSize: 1 << 20})
 	if err != nil {
 		n.Close()
 		return "", nil, err

@@ -1,0 +1,125 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// Paste ids are IDLen characters drawn from IDAlphabet, which leaves out
+// the characters that look alike (l, 1, I, O, 0).
+const (
+	IDLen      = 10
+	IDAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+	// idAttempts is how many fresh ids Create draws before it gives up.
+	idAttempts = 5
+)
+
+// CreateRequest is a new paste as the API accepted it. The node chooses
+// its id and times.
+type CreateRequest struct {
+	Content   []byte
+	Title     string
+	Lang      string
+	Expire    time.Duration // 0: never
+	Burn      bool
+	Encrypted bool
+	// DeleteToken is the secret that deletes the paste later. Only its
+	// hash is replicated.
+	DeleteToken string
+}
+
+// Create replicates a new paste under a random id and returns it. The id
+// and the clock are read once, before the proposal, so every node applies
+// the same values, and a retry through an election carries the same request
+// id, so the paste is created at most once. When the id is taken, Create
+// draws another, with a new request id.
+func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error) {
+	now := time.Now()
+	p := fsm.Paste{
+		Content:   req.Content,
+		Title:     req.Title,
+		Lang:      req.Lang,
+		CreatedAt: now.UnixNano(),
+		Burn:      req.Burn,
+		Encrypted: req.Encrypted,
+		TokenHash: fsm.HashToken(req.DeleteToken),
+	}
+	if req.Expire > 0 {
+		p.ExpiresAt = now.Add(req.Expire).UnixNano()
+	}
+	for range idAttempts {
+		attempt := p
+		attempt.ID = newPasteID()
+		created, err := n.run(ctx, &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: &attempt})
+		if errors.Is(err, fsm.ErrExists) {
+			continue
+		}
+		return created, err
+	}
+	return nil, errors.New("could not find a free paste id")
+}
+
+// Delete removes paste id if token is its delete token, or whatever the
+// token when admin is set (the caller checked the admin token). It returns
+// fsm.ErrNotFound or fsm.ErrForbidden when the paste stays.
+func (n *Node) Delete(ctx context.Context, id, token string, admin bool) error {
+	_, err := n.run(ctx, &fsm.Command{Type: fsm.TypeDelete, ID: id, TokenHash: fsm.HashToken(token), Admin: admin})
+	return err
+}
+
+// Consume hands out a burn paste exactly once, cluster-wide: the decision is
+// a replicated command, never a local read. A paste that does not burn is
+// returned as it is.
+func (n *Node) Consume(ctx context.Context, id string) (*fsm.Paste, error) {
+	return n.run(ctx, &fsm.Command{Type: fsm.TypeConsume, ID: id})
+}
+
+// RemoveNode records node id as removed by an operator. The leader then
+// takes it out of Raft, and gossip never adds it back.
+func (n *Node) RemoveNode(ctx context.Context, id string) error {
+	_, err := n.run(ctx, &fsm.Command{Type: fsm.TypeRemoveNode, ID: id})
+	return err
+}
+
+// Removed reports whether an operator removed node id from the cluster.
+func (n *Node) Removed(id string) bool { return n.fsm.Removed(id) }
+
+// run proposes cmd and folds the command's own error into the returned one.
+func (n *Node) run(ctx context.Context, cmd *fsm.Command) (*fsm.Paste, error) {
+	res, err := n.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Paste, nil
+}
+
+// newPasteID draws a paste id: IDLen characters of IDAlphabet, each equally
+// likely.
+func newPasteID() string {
+	out := make([]byte, IDLen)
+	buf := make([]byte, 2*IDLen)
+	// Bytes past the largest multiple of len(IDAlphabet) are rejected, so
+	// that the modulo favours no character.
+	limit := 256 - 256%len(IDAlphabet)
+	for i := 0; i < IDLen; {
+		_, _ = rand.Read(buf)
+		for _, c := range buf {
+			if int(c) >= limit {
+				continue
+			}
+			out[i] = IDAlphabet[int(c)%len(IDAlphabet)]
+			if i++; i == IDLen {
+				break
+			}
+		}
+	}
+	return string(out)
+}
