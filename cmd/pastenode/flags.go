@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -35,8 +34,7 @@ type config struct {
 	TLSCert         string
 	TLSKey          string
 	RateLimit       int
-	LogLevel        slog.Level
-	LogFormat       string
+	Log             logConfig
 	TimeScale       float64
 }
 
@@ -47,8 +45,8 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs := flag.NewFlagSet("pastenode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		c                                       config
-		join, maxSize, maxExpire, key, logLevel string
+		c                             config
+		join, maxSize, maxExpire, key string
 	)
 	fs.StringVar(&c.NodeID, "node-id", host, "unique, stable node name")
 	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "Raft log, snapshots and node state")
@@ -66,8 +64,7 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
 	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
-	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	checkLog := c.Log.addFlags(fs)
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
@@ -94,11 +91,8 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 			return nil, bad("cluster-key", err)
 		}
 	}
-	if err := c.LogLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return nil, bad("log-level", err)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		return nil, bad("log-format", fmt.Errorf("%q is neither text nor json", c.LogFormat))
+	if err := checkLog(); err != nil {
+		return nil, err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}

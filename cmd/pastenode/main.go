@@ -48,18 +48,43 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return runMirror(ctx, cfg, newLogger(stderr, cfg.logLevel, cfg.logFormat))
+		return runMirror(ctx, cfg, cfg.log.logger(stderr))
 	}
 	cfg, err := parseFlags(args, os.LookupEnv, stderr)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel, cfg.LogFormat))
+	return serve(ctx, cfg, cfg.Log.logger(stderr))
 }
 
-func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == "json" {
+// logConfig is what --log-level and --log-format say; both commands take
+// them.
+type logConfig struct {
+	Level  slog.Level
+	Format string // text or json
+}
+
+// addFlags defines the log flags on fs. The returned check reads and checks
+// their values once fs is parsed.
+func (l *logConfig) addFlags(fs *flag.FlagSet) (check func() error) {
+	var level string
+	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&l.Format, "log-format", "text", "text or json")
+	return func() error {
+		if err := l.Level.UnmarshalText([]byte(level)); err != nil {
+			return usageError{fmt.Errorf("--log-level: %w", err)}
+		}
+		if l.Format != "text" && l.Format != "json" {
+			return usageError{fmt.Errorf("--log-format: %q is neither text nor json", l.Format)}
+		}
+		return nil
+	}
+}
+
+// logger returns the logger the flags describe, writing to w.
+func (l logConfig) logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.Level}
+	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

@@ -14,10 +14,9 @@ import (
 
 // mirrorConfig is everything the flags of `pastenode mirror` say.
 type mirrorConfig struct {
-	cdb       string
-	httpAddr  string
-	logLevel  slog.Level
-	logFormat string
+	cdb      string
+	httpAddr string
+	log      logConfig
 }
 
 // parseMirrorFlags reads the command line of `pastenode mirror`, then the
@@ -31,29 +30,23 @@ func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.
 		fs.PrintDefaults()
 	}
 	var c mirrorConfig
-	var logLevel string
 	fs.StringVar(&c.cdb, "cdb", "", "the exported archive to serve (required)")
 	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address to serve on")
-	fs.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
+	checkLog := c.log.addFlags(fs)
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-	bad := func(flag string, e error) error { return usageError{fmt.Errorf("--%s: %w", flag, e)} }
 	if c.cdb == "" {
 		return nil, usageError{errors.New("--cdb is required: the file written by pastectl export")}
 	}
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
-		return nil, bad("http-addr", err)
+		return nil, usageError{fmt.Errorf("--http-addr: %w", err)}
 	}
-	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return nil, bad("log-level", err)
-	}
-	if c.logFormat != "text" && c.logFormat != "json" {
-		return nil, bad("log-format", fmt.Errorf("%q is neither text nor json", c.logFormat))
+	if err := checkLog(); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

@@ -32,13 +32,13 @@ func TestParseMirrorFlags(t *testing.T) {
 		wantUsage string // a usage error containing this; "" for none
 	}{
 		{name: "defaults", args: []string{"--cdb", "a.cdb"},
-			want: mirrorConfig{cdb: "a.cdb", httpAddr: "127.0.0.1:8080", logFormat: "text"}},
+			want: mirrorConfig{cdb: "a.cdb", httpAddr: "127.0.0.1:8080", log: logConfig{Format: "text"}}},
 		{name: "flags", args: []string{"--cdb=a.cdb", "--http-addr", ":9090", "--log-level", "debug", "--log-format", "json"},
-			want: mirrorConfig{cdb: "a.cdb", httpAddr: ":9090", logLevel: slog.LevelDebug, logFormat: "json"}},
+			want: mirrorConfig{cdb: "a.cdb", httpAddr: ":9090", log: logConfig{Level: slog.LevelDebug, Format: "json"}}},
 		{name: "environment twins", env: map[string]string{"PASTE_CDB": "env.cdb", "PASTE_HTTP_ADDR": "0.0.0.0:80", "PASTE_LOG_LEVEL": "warn"},
-			want: mirrorConfig{cdb: "env.cdb", httpAddr: "0.0.0.0:80", logLevel: slog.LevelWarn, logFormat: "text"}},
+			want: mirrorConfig{cdb: "env.cdb", httpAddr: "0.0.0.0:80", log: logConfig{Level: slog.LevelWarn, Format: "text"}}},
 		{name: "flag beats environment", args: []string{"--cdb", "flag.cdb"}, env: map[string]string{"PASTE_CDB": "env.cdb"},
-			want: mirrorConfig{cdb: "flag.cdb", httpAddr: "127.0.0.1:8080", logFormat: "text"}},
+			want: mirrorConfig{cdb: "flag.cdb", httpAddr: "127.0.0.1:8080", log: logConfig{Format: "text"}}},
 		{name: "no cdb", wantUsage: "--cdb is required"},
 		{name: "bad addr", args: []string{"--cdb", "a", "--http-addr", "nowhere"}, wantUsage: "--http-addr"},
 		{name: "bad level", args: []string{"--cdb", "a", "--log-level", "loud"}, wantUsage: "--log-level"},
