@@ -1,9 +1,12 @@
-// Package api serves pastenode's HTTP contract: creates, reads, burns and
-// deletes, the web UI's pages, health and metrics, and the admin calls. The
-// typed client of the same contract is the client package.
+// Package api serves pastenode's HTTP contract on a live node: creates,
+// reads, burns and deletes, the web UI's pages, health and metrics, and the
+// admin calls (status, join, remove, export, snapshot). The typed
+// client of the same contract is the client package.
 //
-// The handlers call small interfaces declared here (Store, Cluster), so
-// they can be tested against fakes and know nothing of Raft.
+// The handlers call small interfaces declared here, Store (the replicated
+// paste store, *node.Node) and Cluster (gossip membership,
+// *cluster.Cluster), so they can be tested against fakes and know nothing
+// of Raft. The JSON they send is the root package's wire types.
 package api
 
 import (

@@ -1,15 +1,3 @@
-// Package fsm is pastenode's replicated state machine: the pastes, their
-// expiry index, the tombstones of deleted and burned pastes, and the set of
-// nodes an operator removed.
-//
-// The FSM is deterministic. It reads no clock, draws no random numbers and
-// does no I/O while applying: every time value travels inside the command,
-// stamped by the node that proposed it. Two FSMs fed the same log end in the
-// same state, byte for byte in their snapshots.
-//
-// Reads never take a lock. The state is a set of immutable radix trees behind
-// an atomic pointer: an apply builds the next version and swaps it in, a
-// snapshot keeps a reference to the current one.
 package fsm
 
 import (

@@ -1,8 +1,11 @@
 // Package node owns Raft: the log store, snapshots and transport, and the
-// one place that turns "create this paste" into a replicated command. A node
-// that is not the leader forwards writes to the leader over the internal RPC
-// and waits until its own state machine has caught up, so that whoever asked
-// reads their write at once.
+// command vocabulary. Its typed writes (Create, Delete, Consume, RemoveNode)
+// and the leader's expiry reaper are the only code that builds an
+// fsm.Command, so this is the one place that turns "create this paste" into
+// a replicated command. A node that is not the leader forwards writes to the
+// leader over the internal RPC and waits until its own state machine has
+// caught up, so that whoever asked reads their write at once. Reads are
+// local, after a read-index check with the leader on a miss.
 package node
 
 import (
