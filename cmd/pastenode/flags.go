@@ -38,89 +38,119 @@ type config struct {
 	TimeScale       float64
 }
 
+// flagText holds the flags that config keeps in parsed form, as given.
+type flagText struct {
+	join, maxSize, maxExpire, key string
+}
+
 // parseFlags reads the command line, then the PASTE_* environment for every
 // flag the command line did not set.
 func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*config, error) {
-	host, _ := os.Hostname()
 	fs := flag.NewFlagSet("pastenode", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		c                             config
-		join, maxSize, maxExpire, key string
+		c    config
+		text flagText
 	)
-	fs.StringVar(&c.NodeID, "node-id", host, "unique, stable node name")
-	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "Raft log, snapshots and node state")
-	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "public HTTP API and web UI")
-	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7000", "Raft transport and internal RPC")
-	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:7946", "memberlist gossip (TCP and UDP)")
-	fs.StringVar(&c.AdvertiseHost, "advertise-host", "", "host peers dial (default: host of the bind address; needed for 0.0.0.0)")
-	fs.StringVar(&join, "join", "", "comma-separated gossip seeds host:port")
-	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "1: form a cluster alone; N>1: wait for N nodes; 0: wait to be added")
-	fs.StringVar(&c.PublicURL, "public-url", "", "base of the URLs creates return (default: from the request)")
-	fs.StringVar(&maxSize, "max-paste-size", "1MiB", "largest paste accepted")
-	fs.StringVar(&maxExpire, "max-expire", "0", "longest expiry accepted; 0: no limit")
-	fs.StringVar(&key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
-	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
-	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
-	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
+	c.addFlags(fs, &text)
 	checkLog := c.Log.addFlags(fs)
-	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
-
-	var err error
-	bad := func(flag string, e error) error { return usageError{fmt.Errorf("--%s: %w", flag, e)} }
-	if c.MaxPasteSize, err = parseSize(maxSize); err != nil {
-		return nil, bad("max-paste-size", err)
-	}
-	if maxExpire != "0" {
-		if c.MaxExpire, err = api.ParseDuration(maxExpire); err != nil {
-			return nil, bad("max-expire", err)
-		}
-	}
-	if key != "" {
-		if c.ClusterKey, err = base64.StdEncoding.DecodeString(key); err != nil {
-			return nil, bad("cluster-key", errors.New("not valid base64"))
-		}
-		if err := node.CheckClusterKey(c.ClusterKey); err != nil {
-			return nil, bad("cluster-key", err)
-		}
+	if err := c.parseText(text); err != nil {
+		return nil, err
 	}
 	if err := checkLog(); err != nil {
 		return nil, err
 	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	if err := c.check(); err != nil {
+		return nil, err
 	}
-	for _, s := range strings.Split(join, ",") {
+	return &c, nil
+}
+
+// addFlags defines every flag but the log flags on fs, into c and text.
+func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
+	host, _ := os.Hostname()
+	fs.StringVar(&c.NodeID, "node-id", host, "unique, stable node name")
+	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "Raft log, snapshots and node state")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "public HTTP API and web UI")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7000", "Raft transport and internal RPC")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", "127.0.0.1:7946", "memberlist gossip (TCP and UDP)")
+	fs.StringVar(&c.AdvertiseHost, "advertise-host", "", "host peers dial (default: host of the bind address; needed for 0.0.0.0)")
+	fs.StringVar(&text.join, "join", "", "comma-separated gossip seeds host:port")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 1, "1: form a cluster alone; N>1: wait for N nodes; 0: wait to be added")
+	fs.StringVar(&c.PublicURL, "public-url", "", "base of the URLs creates return (default: from the request)")
+	fs.StringVar(&text.maxSize, "max-paste-size", "1MiB", "largest paste accepted")
+	fs.StringVar(&text.maxExpire, "max-expire", "0", "longest expiry accepted; 0: no limit")
+	fs.StringVar(&text.key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
+	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
+	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
+}
+
+// badFlag is a usage error about the value of one flag.
+func badFlag(name string, err error) error {
+	return usageError{fmt.Errorf("--%s: %w", name, err)}
+}
+
+// parseText fills in the config's parsed fields from their flags' text.
+func (c *config) parseText(text flagText) error {
+	var err error
+	if c.MaxPasteSize, err = parseSize(text.maxSize); err != nil {
+		return badFlag("max-paste-size", err)
+	}
+	if text.maxExpire != "0" {
+		if c.MaxExpire, err = api.ParseDuration(text.maxExpire); err != nil {
+			return badFlag("max-expire", err)
+		}
+	}
+	if text.key != "" {
+		if c.ClusterKey, err = base64.StdEncoding.DecodeString(text.key); err != nil {
+			return badFlag("cluster-key", errors.New("not valid base64"))
+		}
+		if err := node.CheckClusterKey(c.ClusterKey); err != nil {
+			return badFlag("cluster-key", err)
+		}
+	}
+	for _, s := range strings.Split(text.join, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			c.Join = append(c.Join, s)
 		}
 	}
+	return nil
+}
+
+// check refuses flags that do not go together, and derives the advertise
+// host from --raft-addr when none is given.
+func (c *config) check() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
 	for name, addr := range map[string]string{"http-addr": c.HTTPAddr, "raft-addr": c.RaftAddr, "gossip-addr": c.GossipAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, bad(name, err)
+			return badFlag(name, err)
 		}
 	}
 	if c.AdvertiseHost == "" {
 		host, _, _ := net.SplitHostPort(c.RaftAddr)
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			return nil, usageError{fmt.Errorf("--raft-addr %s binds every interface: set --advertise-host to the name or address peers dial", c.RaftAddr)}
+			return usageError{fmt.Errorf("--raft-addr %s binds every interface: set --advertise-host to the name or address peers dial", c.RaftAddr)}
 		}
 		c.AdvertiseHost = host
 	}
 	if c.NodeID == "" {
-		return nil, usageError{errors.New("--node-id is empty and the host name is unknown")}
+		return usageError{errors.New("--node-id is empty and the host name is unknown")}
 	}
 	if c.BootstrapExpect < 0 {
-		return nil, bad("bootstrap-expect", errors.New("must be 0 or more"))
+		return badFlag("bootstrap-expect", errors.New("must be 0 or more"))
 	}
-	return &c, nil
+	return nil
 }
 
 // parseWithEnv parses args; each flag not given there takes its PASTE_*

@@ -43,7 +43,7 @@ func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.
 		return nil, usageError{errors.New("--cdb is required: the file written by pastectl export")}
 	}
 	if _, _, err := net.SplitHostPort(c.httpAddr); err != nil {
-		return nil, usageError{fmt.Errorf("--http-addr: %w", err)}
+		return nil, badFlag("http-addr", err)
 	}
 	if err := checkLog(); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -23,17 +24,7 @@ import (
 // serve runs a node until ctx ends, then stops it cleanly: the HTTP server
 // drains, a leader hands over leadership, Raft shuts down and files close.
 func serve(ctx context.Context, c *config, log *slog.Logger) error {
-	raftPort := portOf(c.RaftAddr)
-	n, err := node.New(node.Config{
-		ID:              c.NodeID,
-		DataDir:         c.DataDir,
-		RaftAddr:        c.RaftAddr,
-		AdvertiseAddr:   net.JoinHostPort(c.AdvertiseHost, raftPort),
-		BootstrapExpect: c.BootstrapExpect,
-		ClusterKey:      c.ClusterKey,
-		Logger:          log,
-		TimeScale:       c.TimeScale,
-	})
+	n, err := node.New(nodeConfig(c, log))
 	if err != nil {
 		return usageError{err}
 	}
@@ -46,21 +37,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		}
 	}()
 
-	httpPort := portOf(c.HTTPAddr)
-	cl, err := cluster.New(cluster.Config{
-		Node:            n,
-		GossipAddr:      c.GossipAddr,
-		AdvertiseHost:   c.AdvertiseHost,
-		Join:            c.Join,
-		ClusterKey:      c.ClusterKey,
-		BootstrapExpect: c.BootstrapExpect,
-		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, raftPort),
-		APIAddr:         net.JoinHostPort(c.AdvertiseHost, httpPort),
-		DataDir:         c.DataDir,
-		Version:         version,
-		Logger:          log,
-		TimeScale:       c.TimeScale,
-	})
+	cl, err := cluster.New(clusterConfig(c, n, log))
 	if err != nil {
 		return usageError{err}
 	}
@@ -74,11 +51,58 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		}
 	}()
 
-	pages, err := ui.New(ui.Options{})
+	apiServer, err := newAPIServer(c, n, cl, log)
 	if err != nil {
 		return err
 	}
-	apiServer, err := api.NewServer(api.Config{
+	ln, srv, err := listenHTTP(c, apiServer.Handler(), log)
+	if err != nil {
+		return err
+	}
+	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir)
+	return serveUntil(ctx, srv, ln, log)
+}
+
+// nodeConfig is the Raft node the flags describe.
+func nodeConfig(c *config, log *slog.Logger) node.Config {
+	return node.Config{
+		ID:              c.NodeID,
+		DataDir:         c.DataDir,
+		RaftAddr:        c.RaftAddr,
+		AdvertiseAddr:   net.JoinHostPort(c.AdvertiseHost, portOf(c.RaftAddr)),
+		BootstrapExpect: c.BootstrapExpect,
+		ClusterKey:      c.ClusterKey,
+		Logger:          log,
+		TimeScale:       c.TimeScale,
+	}
+}
+
+// clusterConfig is the gossip membership the flags describe, around n.
+func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
+	return cluster.Config{
+		Node:            n,
+		GossipAddr:      c.GossipAddr,
+		AdvertiseHost:   c.AdvertiseHost,
+		Join:            c.Join,
+		ClusterKey:      c.ClusterKey,
+		BootstrapExpect: c.BootstrapExpect,
+		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, portOf(c.RaftAddr)),
+		APIAddr:         net.JoinHostPort(c.AdvertiseHost, portOf(c.HTTPAddr)),
+		DataDir:         c.DataDir,
+		Version:         version,
+		Logger:          log,
+		TimeScale:       c.TimeScale,
+	}
+}
+
+// newAPIServer returns the HTTP API over n and cl, reporting Raft's
+// metrics along with its own.
+func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger) (*api.Server, error) {
+	pages, err := ui.New(ui.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s, err := api.NewServer(api.Config{
 		Store:        n,
 		Cluster:      cl,
 		UI:           pages,
@@ -91,32 +115,34 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		RateLimit:    c.RateLimit,
 	})
 	if err != nil {
-		return usageError{err}
+		return nil, usageError{err}
 	}
+	if err := exportRaftMetrics(s.Registry()); err != nil {
+		return nil, err
+	}
+	if err := registerNodeMetrics(s.Registry(), n, cl, c.DataDir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	if err := exportRaftMetrics(apiServer.Registry()); err != nil {
-		return err
-	}
-	if err := registerNodeMetrics(apiServer.Registry(), n, cl, c.DataDir); err != nil {
-		return err
-	}
-
+// listenHTTP listens on --http-addr and returns the server for h, with TLS
+// from --tls-cert and --tls-key when they are set.
+func listenHTTP(c *config, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on http addr: %w", err)
+		return nil, nil, fmt.Errorf("listen on http addr: %w", err)
 	}
-	srv := newHTTPServer(apiServer.Handler(), log)
+	srv := newHTTPServer(h, log)
 	if c.TLSCert != "" {
 		certs := &certReloader{certFile: c.TLSCert, keyFile: c.TLSKey}
 		if _, err := certs.get(nil); err != nil {
 			ln.Close()
-			return err
+			return nil, nil, err
 		}
 		srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
 	}
-	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir)
-
-	return serveUntil(ctx, srv, ln, log)
+	return ln, srv, nil
 }
 
 // exportRaftMetrics sends hashicorp/raft's and raft-boltdb's metrics
