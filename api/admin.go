@@ -10,10 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pastenode/pastenode"
-
 	"github.com/gorilla/mux"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"

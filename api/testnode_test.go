@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode"
-
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
