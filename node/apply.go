@@ -233,9 +233,9 @@ func (n *Node) reap() {
 
 // stepDownIfRemoved hands leadership to another voter once an operator has
 // removed this node: a leader cannot take itself out of Raft cleanly, so the
-// next leader does it.
+// next leader does it. A lone voter has no one to hand over to.
 func (n *Node) stepDownIfRemoved() {
-	if n.raft.State() != raft.Leader || n.closing.Load() || !n.fsm.Removed(n.cfg.ID) {
+	if n.raft.State() != raft.Leader || n.closing.Load() || !n.fsm.Removed(n.cfg.ID) || n.voters() < 2 {
 		return
 	}
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {

@@ -35,8 +35,8 @@ type ServerStats struct {
 	LastIndex   uint64        `msgpack:"i"`
 }
 
-// LocalStats returns this node's ServerStats.
-func (n *Node) LocalStats() ServerStats {
+// localStats returns this node's ServerStats.
+func (n *Node) localStats() ServerStats {
 	st := n.raft.Stats()
 	s := ServerStats{LastContact: -1}
 	s.LastTerm, _ = strconv.ParseUint(st["last_log_term"], 10, 64)
@@ -60,7 +60,7 @@ func (n *Node) LocalStats() ServerStats {
 // node's own, or asked over the internal RPC.
 func (n *Node) ServerStats(ctx context.Context, id, raftAddr string) (ServerStats, error) {
 	if id == n.cfg.ID {
-		return n.LocalStats(), nil
+		return n.localStats(), nil
 	}
 	return n.peerStats(ctx, raftAddr)
 }
@@ -87,6 +87,6 @@ func (n *Node) peerStats(ctx context.Context, raftAddr string) (ServerStats, err
 }
 
 func (n *Node) handleStats(w http.ResponseWriter, r *http.Request) {
-	s := n.LocalStats()
+	s := n.localStats()
 	writeMsgpack(w, &s)
 }
