@@ -342,6 +342,30 @@ func TestJoinAndRemove(t *testing.T) {
 	}
 }
 
+// TestRemoveLeader removes the leader itself: it hands leadership over, the
+// next leader takes it out of Raft, and the other two go on without it.
+func TestRemoveLeader(t *testing.T) {
+	tc := startCluster(t, 3, clusterOptions{})
+	ctx := context.Background()
+	old := tc.leader()
+	oldID := tc.nodes[old].id
+	rest := tc.followers()
+	if err := tc.nodes[rest[0]].cl.Remove(ctx, oldID); err != nil {
+		t.Fatalf("remove the leader %s through %s: %v", oldID, tc.nodes[rest[0]].id, err)
+	}
+	for _, i := range rest {
+		waitFor(t, 10*time.Second, func() bool { return !inRaft(tc.nodes[i].node, oldID) },
+			fmt.Sprintf("%s to drop the old leader %s", tc.nodes[i].id, oldID))
+	}
+	if l := tc.leaderOf(rest...); l == old {
+		t.Fatalf("the removed node %s still leads", oldID)
+	}
+	id := createPaste(t, tc.nodes[rest[1]].node, "after removing the leader", false)
+	for _, i := range rest {
+		tc.checkAll(ctx, i, map[string]string{id: "after removing the leader"})
+	}
+}
+
 // TestWrongClusterKey checks that a node without the cluster's key gets
 // into neither gossip nor Raft.
 func TestWrongClusterKey(t *testing.T) {
