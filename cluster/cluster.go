@@ -145,6 +145,11 @@ type Cluster struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	once      sync.Once
+
+	// leaveMu orders a leave of removedLoop against Close's shutdown:
+	// memberlist panics on a leave after shutdown.
+	leaveMu  sync.Mutex
+	shutDown bool
 }
 
 // New returns a cluster for cfg. It starts nothing: call Start.
@@ -240,7 +245,10 @@ func (c *Cluster) Close() error {
 		close(c.stop)
 		if c.ml != nil {
 			c.leave()
+			c.leaveMu.Lock()
+			c.shutDown = true
 			err = c.ml.Shutdown()
+			c.leaveMu.Unlock()
 		}
 		c.wg.Wait()
 	})
@@ -248,7 +256,13 @@ func (c *Cluster) Close() error {
 }
 
 // leave tells the others that this node leaves on purpose, then leaves.
+// Once Close has shut gossip down it does nothing.
 func (c *Cluster) leave() {
+	c.leaveMu.Lock()
+	defer c.leaveMu.Unlock()
+	if c.shutDown {
+		return
+	}
 	c.setMeta(func(m *meta) { m.Leaving = true })
 	if err := c.ml.Leave(2 * time.Second); err != nil {
 		c.log.Warn("gossip leave", "err", err)
