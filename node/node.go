@@ -158,6 +158,7 @@ type Node struct {
 	mux    *muxListener
 	rpc    *http.Server
 	client *http.Client
+	newID  func() string // draws paste ids; tests replace it
 
 	notify      chan bool
 	closing     atomic.Bool
@@ -179,6 +180,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "node"),
 		fsm:    fsm.New(),
+		newID:  newPasteID,
 		notify: make(chan bool, 16),
 		stop:   make(chan struct{}),
 	}, nil

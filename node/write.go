@@ -54,7 +54,7 @@ func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error
 	}
 	for range idAttempts {
 		attempt := p
-		attempt.ID = newPasteID()
+		attempt.ID = n.newID()
 		created, err := n.run(ctx, &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: &attempt})
 		if errors.Is(err, fsm.ErrExists) {
 			continue

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// openNode opens a single-voter node in a temporary dir and waits until it
+// is ready.
+func openNode(t *testing.T) *Node {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	n, err := New(Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: addr, BootstrapExpect: 1, TimeScale: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Open(context.Background()); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { n.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("node not ready: %v", n.Ready())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
+
+func TestCreateStampsIDAndTimes(t *testing.T) {
+	n := openNode(t)
+	ctx := context.Background()
+	before := time.Now().UnixNano()
+	p, err := n.Create(ctx, CreateRequest{Content: []byte("hi"), Title: "t", Lang: "Go", Expire: time.Hour, DeleteToken: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.ID) != IDLen || strings.Trim(p.ID, IDAlphabet) != "" {
+		t.Errorf("id %q: want %d characters of IDAlphabet", p.ID, IDLen)
+	}
+	if p.CreatedAt < before || p.ExpiresAt != p.CreatedAt+int64(time.Hour) {
+		t.Errorf("times: got created %d, expires %d; want created after %d and expiry an hour later", p.CreatedAt, p.ExpiresAt, before)
+	}
+	got, ok := n.Get(ctx, p.ID)
+	if !ok || string(got.Content) != "hi" || got.Title != "t" || got.Lang != "Go" {
+		t.Fatalf("Get(%s) = %+v, %v; want the paste", p.ID, got, ok)
+	}
+	if err := n.Delete(ctx, p.ID, "wrong", false); !errors.Is(err, fsm.ErrForbidden) {
+		t.Errorf("delete with the wrong token: got %v, want %v", err, fsm.ErrForbidden)
+	}
+	if err := n.Delete(ctx, p.ID, "secret", false); err != nil {
+		t.Errorf("delete with the token: %v", err)
+	}
+	if _, ok := n.Get(ctx, p.ID); ok {
+		t.Error("deleted paste still found")
+	}
+}
+
+func TestCreateDrawsAnotherIDWhenTaken(t *testing.T) {
+	n := openNode(t)
+	ctx := context.Background()
+	ids := []string{"taken", "taken", "free"}
+	n.newID = func() string {
+		id := ids[0]
+		ids = ids[1:]
+		return id
+	}
+	if _, err := n.Create(ctx, CreateRequest{Content: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := n.Create(ctx, CreateRequest{Content: []byte("second")})
+	if err != nil {
+		t.Fatalf("create after a taken id: %v", err)
+	}
+	if p.ID != "free" {
+		t.Errorf("got id %q, want the second draw %q", p.ID, "free")
+	}
+
+	n.newID = func() string { return "taken" }
+	if _, err := n.Create(ctx, CreateRequest{Content: []byte("third")}); err == nil {
+		t.Error("create with only taken ids: got no error")
+	}
+}
+
+func TestConsumeAndRemoveNode(t *testing.T) {
+	n := openNode(t)
+	ctx := context.Background()
+	p, err := n.Create(ctx, CreateRequest{Content: []byte("once"), Burn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.Consume(ctx, p.ID)
+	if err != nil || string(got.Content) != "once" {
+		t.Fatalf("first consume: got %v, %v; want the content", got, err)
+	}
+	if _, err := n.Consume(ctx, p.ID); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("second consume: got %v, want %v", err, fsm.ErrNotFound)
+	}
+
+	if n.Removed("n9") {
+		t.Fatal("n9 removed before anyone removed it")
+	}
+	if err := n.RemoveNode(ctx, "n9"); err != nil {
+		t.Fatal(err)
+	}
+	if !n.Removed("n9") {
+		t.Error("n9 not recorded as removed")
+	}
+}
