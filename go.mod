@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/alecthomas/chroma/v2 v2.27.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/gorilla/mux v1.8.1
