@@ -39,7 +39,7 @@ func (m *nemesis) run(ctx context.Context) {
 		}
 		kind := faultKinds[k%len(faultKinds)]
 		target, role := m.c.nodes[m.rng.IntN(len(m.c.nodes))], "random"
-		if k%2 == 0 {
+		if (k+k/len(faultKinds))%2 == 0 { // every kind hits the leader every other round
 			if l := m.c.leader(); l != nil {
 				target, role = l, "leader"
 			}
