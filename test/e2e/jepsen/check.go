@@ -28,6 +28,10 @@ type Finding struct {
 	Key    string
 	Op     Op
 	Detail string
+	// Lag is how long after the op it contradicts (the 204 delete's return
+	// for a stale read, the create's acknowledgement for a false 404) the
+	// offending op started, in nanoseconds; 0 for other kinds.
+	Lag int64
 }
 
 func (f Finding) String() string {

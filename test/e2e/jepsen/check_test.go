@@ -69,6 +69,11 @@ func TestCheckCatchesViolations(t *testing.T) {
 			if got := kinds(r); !slices.Equal(got, tt.want) {
 				t.Fatalf("findings %q, want %q\n%s", got, tt.want, strings.Join(findingLines(r), "\n"))
 			}
+			for _, f := range r.Findings {
+				if (f.Kind == FindStale || f.Kind == FindFalse404 || f.Kind == FindBurnFalse) && f.Lag <= 0 {
+					t.Errorf("%s without a positive lag: %v", f.Kind, f.Lag)
+				}
+			}
 			if len(r.Illegal) != 1 || r.Illegal[0] != "p1" {
 				t.Fatalf("illegal ids %q, want [p1]", r.Illegal)
 			}

@@ -24,7 +24,7 @@ func classify(key string, ops []Op) []Finding {
 			out = append(out, checkContent(key, op, created)...)
 			if d, ok := removedBefore(ops, op.Call); ok {
 				out = append(out, Finding{Kind: FindStale, Key: key, Op: op,
-					Detail: "after " + d.Kind.String() + " " + d.String()})
+					Detail: "after " + d.Kind.String() + " " + d.String(), Lag: op.Call - d.Return})
 			}
 		case op.Result == ResultOK && op.Kind == KindConsume:
 			out = append(out, checkContent(key, op, created)...)
@@ -38,7 +38,7 @@ func classify(key string, ops []Op) []Finding {
 				kind = FindBurnFalse
 			}
 			out = append(out, Finding{Kind: kind, Key: key, Op: op,
-				Detail: "after create " + created.String()})
+				Detail: "after create " + created.String(), Lag: op.Call - seen})
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -231,6 +232,18 @@ func explain(t *testing.T, r *Report, lost []Finding) {
 	}
 }
 
+// lagsOf returns the sorted lags of the findings of one kind.
+func lagsOf(r *Report, kind string) []time.Duration {
+	var lags []time.Duration
+	for _, f := range r.Findings {
+		if f.Kind == kind {
+			lags = append(lags, time.Duration(f.Lag).Round(10*time.Microsecond))
+		}
+	}
+	slices.Sort(lags)
+	return lags
+}
+
 func historyText(ops []Op) string {
 	var b strings.Builder
 	for _, op := range ops {
@@ -276,4 +289,10 @@ func printFigures(t *testing.T, history []Op, nem *nemesis, r *Report, want map[
 	t.Logf("figures: lost=%d (ids; %d node answers) stale reads=%d false 404s=%d false burn 404s=%d burns handed twice=%d wrong content=%d other=%d",
 		len(lostKeys), len(lost), r.Counts[FindStale], r.Counts[FindFalse404], r.Counts[FindBurnFalse],
 		r.Counts[FindBurnTwice], r.Counts[FindWrong], r.Counts[FindBadOutcome])
+	for _, kind := range []string{FindStale, FindFalse404, FindBurnFalse} {
+		if lags := lagsOf(r, kind); len(lags) > 0 {
+			t.Logf("figures: %s started after what it contradicts by: min %v, median %v, max %v", kind,
+				lags[0], lags[len(lags)/2], lags[len(lags)-1])
+		}
+	}
 }
