@@ -237,7 +237,7 @@ func lagsOf(r *Report, kind string) []time.Duration {
 	var lags []time.Duration
 	for _, f := range r.Findings {
 		if f.Kind == kind {
-			lags = append(lags, time.Duration(f.Lag).Round(10*time.Microsecond))
+			lags = append(lags, time.Duration(f.Lag).Round(time.Microsecond))
 		}
 	}
 	slices.Sort(lags)

@@ -44,7 +44,8 @@ func (r *recorder) history() []Op {
 // paste is an acknowledged create the clients may read or delete.
 type paste struct {
 	id, token, content string
-	deleting           bool // a delete was sent (whatever its outcome)
+	node               string // where it was created
+	deleting           bool   // a delete was sent (whatever its outcome)
 }
 
 // registry holds the acknowledged plain pastes, newest last.
@@ -125,7 +126,7 @@ func (w *workload) client(ctx context.Context, c int, seed uint64) {
 		switch r := rng.IntN(100); {
 		case r < 25:
 			if p := w.create(c, rng, seq, false); p != nil {
-				w.read(c, w.other(rng, ""), p.id, KindRead)
+				w.read(c, w.other(rng, p.node), p.id, KindRead)
 			}
 		case r < 68:
 			if p := w.reg.pick(rng, false); p != nil {
@@ -227,7 +228,7 @@ func (w *workload) create(c int, rng *mathrand.Rand, seq int, burn bool) *paste 
 	if err != nil {
 		op.Err = err.Error()
 	}
-	p := &paste{content: text}
+	p := &paste{content: text, node: nd.id}
 	if op.Result == ResultOK {
 		p.id, p.token = hdr.Get("X-Paste-Id"), hdr.Get("X-Delete-Token")
 		var created struct {
