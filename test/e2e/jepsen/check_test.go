@@ -62,6 +62,14 @@ func TestCheckCatchesViolations(t *testing.T) {
 			at(1, KindConsume, ResultNotFound, "", 12, 13),
 			at(2, KindConsume, ResultNotFound, "", 12, 14),
 			at(3, KindConsume, ResultOK, "burn", 6000, 6010)}, []string{FindBurnFalse, FindBurnFalse, FindNonLinear}},
+		{"burn 404 while the only other consume timed out, handed out later", []Op{created("burn", 0, 10),
+			at(1, KindConsume, ResultUnknown, "", 12, 2012),
+			at(2, KindConsume, ResultNotFound, "", 12, 14),
+			at(3, KindConsume, ResultOK, "burn", 6000, 6010)}, []string{FindBurnFalse, FindNonLinear}},
+		{"404 between two reads that saw it", []Op{created("a", 0, 10),
+			at(1, KindDelete, ResultUnknown, "", 15, 2015),
+			at(2, KindRead, ResultNotFound, "", 20, 30),
+			at(3, KindRead, ResultOK, "a", 40, 50)}, []string{FindFalse404, FindNonLinear}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

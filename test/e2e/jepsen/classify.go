@@ -32,7 +32,7 @@ func classify(key string, ops []Op) []Finding {
 			if consumed == 2 {
 				out = append(out, Finding{Kind: FindBurnTwice, Key: key, Op: op})
 			}
-		case op.Result == ResultNotFound && seen < op.Call && !mayHaveRemoved(ops, i):
+		case op.Result == ResultNotFound && seen < op.Call && (!mayHaveRemoved(ops, i) || servedAfter(ops, op.Return)):
 			kind := FindFalse404
 			if op.Kind == KindConsume {
 				kind = FindBurnFalse
@@ -54,6 +54,20 @@ func visibleAt(ops []Op, created *Op) int64 {
 		}
 	}
 	return t
+}
+
+// servedAfter reports whether a read or consume that started after t
+// returned the content while no delete or consume had completed yet: then
+// the paste was not gone at t. (When one had, that read is the stale one.)
+func servedAfter(ops []Op, t int64) bool {
+	for _, op := range ops {
+		if (op.Kind == KindRead || op.Kind == KindConsume) && op.Result == ResultOK && op.Call > t {
+			if _, removed := removedBefore(ops, op.Call); !removed {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func checkContent(key string, op Op, created *Op) []Finding {

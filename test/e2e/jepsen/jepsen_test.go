@@ -102,13 +102,15 @@ func TestJepsen(t *testing.T) {
 	}
 	wg.Go(func() { nem.run(traffic) })
 	wg.Wait()
-	history := rec.history()
 
 	ctx, cancel = context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := c.waitReady(ctx); err != nil {
 		t.Errorf("after healing: %v", err)
 	}
+	late := w.finishBurns(ctx)
+	t.Logf("figures: burn pastes no racer got=%d, handed out after healing=%d", len(w.reg.unhanded), late)
+	history := rec.history()
 	want := w.reg.kept()
 	sweep := w.sweep(ctx, want)
 	report := Check(history, 20*time.Second)
@@ -141,7 +143,7 @@ func (w *workload) sweep(ctx context.Context, want map[string]string) []Op {
 			for j := range jobs {
 				var op Op
 				for try := 0; ; try++ {
-					op = w.read(-1, j.nd, j.id, KindRead)
+					op = w.read(lateClient, j.nd, j.id, KindRead)
 					if op.Result == ResultOK || (op.Result == ResultNotFound && try >= 2) || ctx.Err() != nil {
 						break
 					}

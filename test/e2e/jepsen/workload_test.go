@@ -9,6 +9,7 @@ import (
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,8 +51,9 @@ type paste struct {
 
 // registry holds the acknowledged plain pastes, newest last.
 type registry struct {
-	mu     sync.Mutex
-	pastes []*paste
+	mu       sync.Mutex
+	pastes   []*paste
+	unhanded []string // burn pastes no racer got
 }
 
 func (g *registry) add(p *paste) {
@@ -106,6 +108,10 @@ type workload struct {
 	rec   *recorder
 	reg   registry
 	http  *http.Client
+	// once serves consumes: without keep-alive, so that net/http never
+	// replays a GET on a reused connection that broke after the node may
+	// already have handed the paste out (the replay would see a 404).
+	once *http.Client
 }
 
 func newWorkload(nodes []*node, rec *recorder) *workload {
@@ -114,8 +120,10 @@ func newWorkload(nodes []*node, rec *recorder) *workload {
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     5 * time.Second,
 	}
-	return &workload{nodes: nodes, rec: rec, http: &http.Client{Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	once := &http.Transport{DialContext: tr.DialContext, DisableKeepAlives: true}
+	return &workload{nodes: nodes, rec: rec, http: &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		once: &http.Client{Transport: once, CheckRedirect: noRedirect}}
 }
 
 // client runs one client until ctx ends. Its ops never overlap each other,
@@ -159,19 +167,54 @@ func (w *workload) other(rng *mathrand.Rand, not string) *node {
 
 // race sends burnRacers consumes of a burn paste at once, to distinct nodes
 // in random order, as sub-clients of client c.
+// A paste no racer got is kept for finishBurns.
 func (w *workload) race(c int, rng *mathrand.Rand, id string) {
 	order := rng.Perm(len(w.nodes))
 	var wg sync.WaitGroup
+	got := make([]bool, burnRacers)
 	for j := 0; j < burnRacers; j++ {
 		nd := w.nodes[order[j%len(order)]]
-		wg.Go(func() { w.read(numClients+c*burnRacers+j, nd, id, KindConsume) })
+		wg.Go(func() { got[j] = w.read(numClients+c*burnRacers+j, nd, id, KindConsume).Result == ResultOK })
 	}
 	wg.Wait()
+	if !slices.Contains(got, true) {
+		w.reg.mu.Lock()
+		w.reg.unhanded = append(w.reg.unhanded, id)
+		w.reg.mu.Unlock()
+	}
+}
+
+// finishBurns consumes, once the cluster has healed, every burn paste that
+// no racer got, retrying unknown outcomes until ctx ends. Content here
+// means the paste was still there: any 404 its racers got was false, unless
+// a racer whose answer was lost handed it out, and then this is a second
+// hand-out. It returns how many were handed out now.
+func (w *workload) finishBurns(ctx context.Context) int {
+	w.reg.mu.Lock()
+	ids := append([]string(nil), w.reg.unhanded...)
+	w.reg.mu.Unlock()
+	n := 0
+	for k, id := range ids {
+		nd := w.nodes[k%len(w.nodes)]
+		for ctx.Err() == nil {
+			op := w.read(lateClient, nd, id, KindConsume)
+			if op.Result == ResultOK {
+				n++
+			}
+			if op.Result != ResultUnknown {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // numClients is how many clients run at once; the ids of the burn racers
-// (sub-clients) follow theirs.
-const numClients = 8
+// (sub-clients) follow theirs, then lateClient's, which reads after healing.
+const (
+	numClients = 8
+	lateClient = numClients * (1 + burnRacers)
+)
 
 func content(c, seq int, rng *mathrand.Rand) string {
 	var b strings.Builder
@@ -197,9 +240,13 @@ func outcome(status int, err error) Result {
 
 // do sends one request with the timeout covering the whole body.
 func (w *workload) do(req *http.Request, timeout time.Duration) (int, http.Header, []byte, error) {
+	return send(w.http, req, timeout)
+}
+
+func send(c *http.Client, req *http.Request, timeout time.Duration) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	resp, err := w.http.Do(req.WithContext(ctx))
+	resp, err := c.Do(req.WithContext(ctx))
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -259,8 +306,12 @@ func (w *workload) create(c int, rng *mathrand.Rand, seq int, burn bool) *paste 
 // read sends GET /raw/{id}; for a burn paste that is a consume.
 func (w *workload) read(c int, nd *node, id string, kind Kind) Op {
 	req, _ := http.NewRequest(http.MethodGet, nd.url()+"/raw/"+id, nil)
+	client := w.http
+	if kind == KindConsume {
+		client = w.once
+	}
 	op := Op{Client: c, Node: nd.id, Key: id, Kind: kind, Call: w.rec.now()}
-	status, _, body, err := w.do(req, readTimeout)
+	status, _, body, err := send(client, req, readTimeout)
 	op.Return, op.Status, op.Result = w.rec.now(), status, outcome(status, err)
 	if err != nil {
 		op.Err = err.Error()
