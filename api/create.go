@@ -37,6 +37,7 @@ type options struct {
 	expire    time.Duration // 0: never
 	burn      bool
 	encrypted bool
+	tokenName string // the create token's name, for the metrics; "" when none is needed
 }
 
 // field returns a create option from the form, the query or its header.
@@ -183,12 +184,26 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
 		return
 	}
+	// A request that cannot carry the token in a form field is refused
+	// before its body is read.
+	var tokenName string
+	if !isForm(r) {
+		var err error
+		if tokenName, err = s.authorizeCreate(w, r, ""); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
 	content, form, err := s.readCreateBody(w, r)
+	if err == nil && isForm(r) {
+		tokenName, err = s.authorizeCreate(w, r, first(form, "token"))
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	opts, err := s.parseOptions(requestFields(r, form))
+	opts.tokenName = tokenName
 	if err == nil && form != nil && form.Get("encrypt") != "" && !opts.encrypted {
 		// The browser meant to encrypt but no script ran: refuse rather
 		// than store the secret in the clear.
@@ -291,7 +306,7 @@ func bodyError(err error) error {
 
 var formFields = map[string]bool{
 	"content": true, "title": true, "lang": true, "expire": true, "burn": true,
-	"encrypt": true, "encrypted": true, "password": true, "ttl": true,
+	"encrypt": true, "encrypted": true, "password": true, "ttl": true, "token": true,
 }
 
 func parseCreateForm(body []byte) (url.Values, bool) {
@@ -323,6 +338,11 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
 		return
 	}
+	tokenName, err := s.authorizeCreate(w, r, "")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	// JSON escapes may double the size of binary-ish text; allow for it.
 	r.Body = http.MaxBytesReader(w, r.Body, 2*s.cfg.MaxPasteSize+formOverhead)
 	dec := json.NewDecoder(r.Body)
@@ -351,7 +371,7 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	opts.burn, opts.encrypted = req.Burn, req.Encrypted
+	opts.burn, opts.encrypted, opts.tokenName = req.Burn, req.Encrypted, tokenName
 	created, err := s.create(r, content, opts)
 	if err != nil {
 		s.error(w, r, err)
@@ -376,6 +396,9 @@ func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.
 		return nil, err
 	}
 	s.metrics.creates.Inc()
+	if o.tokenName != "" {
+		s.metrics.tokenCreates.WithLabelValues(o.tokenName).Inc()
+	}
 	return s.created(r, p, token), nil
 }
 

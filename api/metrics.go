@@ -21,6 +21,9 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	creates  prometheus.Counter
 	burns    prometheus.Counter
+	// tokenCreates counts creates by the name of their create token,
+	// never by the token itself.
+	tokenCreates *prometheus.CounterVec
 }
 
 func newMetrics(store Store) *metrics {
@@ -42,6 +45,10 @@ func newMetrics(store Store) *metrics {
 		burns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pastenode_burns_total", Help: "Burn-after-read pastes handed out by this node.",
 		}),
+		tokenCreates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pastenode_token_creates_total",
+			Help: "Pastes created through this node with --create-tokens, by the token's name (\"unnamed\" when its line has none).",
+		}, []string{"token"}),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
@@ -49,7 +56,7 @@ func newMetrics(store Store) *metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.latency, m.creates, m.burns,
+		m.requests, m.latency, m.creates, m.burns, m.tokenCreates,
 		gauge("pastenode_pastes", "Live pastes in the store.", func() float64 { n, _ := store.Stats(); return float64(n) }),
 		gauge("pastenode_paste_bytes", "Content bytes of the live pastes.", func() float64 { _, b := store.Stats(); return float64(b) }),
 		gauge("pastenode_raft_leader", "1 if this node is the Raft leader.", func() float64 {

@@ -21,7 +21,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("pastenode: curl --data-binary @- " + s.baseURL(r) + "/ < file\n"))
 		return
 	}
-	d := ui.IndexData{MaxSize: s.cfg.MaxPasteSize}
+	d := ui.IndexData{MaxSize: s.cfg.MaxPasteSize, TokenRequired: s.tokens != nil}
 	if id := r.URL.Query().Get("clone"); id != "" {
 		if p, ok := s.cfg.Store.Get(r.Context(), id); ok && !p.Burn && !p.Encrypted {
 			d.Prefill, d.PrefillLang, d.PrefillTitle = string(p.Content), p.Lang, p.Title

@@ -69,6 +69,9 @@ type Config struct {
 	MaxExpire    time.Duration // 0: no limit
 	AdminToken   string        // "": admin calls from loopback clients only
 	RateLimit    int           // creates per minute per client IP; 0: off
+	// CreateTokensFile, when set, names a file of tokens that creates
+	// need (see --create-tokens); it is read again when it changes.
+	CreateTokensFile string
 }
 
 // Validate checks c and fills in defaults.
@@ -102,6 +105,7 @@ type Server struct {
 	router  *mux.Router
 	metrics *metrics
 	limiter *limiter
+	tokens  *createTokens // nil: anyone may create
 }
 
 // NewServer returns the API for cfg.
@@ -116,6 +120,12 @@ func NewServer(cfg Config) (*Server, error) {
 		limiter: newLimiter(cfg.RateLimit),
 	}
 	s.metrics = newMetrics(cfg.Store)
+	if cfg.CreateTokensFile != "" {
+		var err error
+		if s.tokens, err = loadCreateTokens(cfg.CreateTokensFile); err != nil {
+			return nil, err
+		}
+	}
 	s.routes()
 	return s, nil
 }

@@ -202,14 +202,15 @@ func (r response) wantReason(tb testing.TB, asJSON bool) string {
 }
 
 // create posts content raw to POST / (as curl --data-binary does) with the
-// query string query and returns the paste id and delete token.
-func create(tb testing.TB, base string, content []byte, query string) (id, token string) {
+// query string query, and any headers, and returns the paste id and
+// delete token.
+func create(tb testing.TB, base string, content []byte, query string, headers ...string) (id, token string) {
 	tb.Helper()
 	u := base + "/"
 	if query != "" {
 		u += "?" + query
 	}
-	r := do(tb, http.MethodPost, u, content, "Content-Type", "application/x-www-form-urlencoded")
+	r := do(tb, http.MethodPost, u, content, append([]string{"Content-Type", "application/x-www-form-urlencoded"}, headers...)...)
 	r.wantStatus(tb, http.StatusCreated)
 	id, token = r.Header.Get("X-Paste-Id"), r.Header.Get("X-Delete-Token")
 	if id == "" || token == "" {

@@ -75,6 +75,9 @@ type IndexData struct {
 	PrefillExpire string // an Expires value; "" selects the first
 	PrefillBurn   bool
 	Error         string
+	// TokenRequired shows the create token field: the node was started
+	// with --create-tokens.
+	TokenRequired bool
 }
 
 // UI renders the pages. It is safe for concurrent use.

@@ -34,6 +34,7 @@ type config struct {
 	TLSCert         string
 	TLSKey          string
 	RateLimit       int
+	CreateTokens    string
 	Log             logConfig
 	TimeScale       float64
 }
@@ -91,6 +92,7 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
 	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
+	fs.StringVar(&c.CreateTokens, "create-tokens", "", "file of tokens that creates need, one TOKEN or NAME:TOKEN a line; re-read when it changes (default: anyone may create)")
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 }
 

@@ -113,6 +113,8 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		MaxExpire:    c.MaxExpire,
 		AdminToken:   c.AdminToken,
 		RateLimit:    c.RateLimit,
+
+		CreateTokensFile: c.CreateTokens,
 	})
 	if err != nil {
 		return nil, usageError{err}

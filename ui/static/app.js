@@ -337,6 +337,49 @@
     });
   }
 
+  // ---- the create token ---------------------------------------------------
+
+  var TOKEN_KEY = "pastenode.createToken";
+
+  function storage() {
+    try {
+      return window.localStorage;
+    } catch (e) {
+      return null; // blocked by the browser's settings
+    }
+  }
+
+  // initToken fills the create token field (shown only when the node needs
+  // one) from localStorage, where it is kept only when the user ticks
+  // "remember". It returns a function to call on submit, which stores or
+  // forgets the token as the box says, and returns the token.
+  function initToken(form) {
+    var input = form.elements.namedItem("token");
+    if (!input) {
+      return function () { return ""; };
+    }
+    var box = $("remember-token");
+    var store = storage();
+    if (store) {
+      $("remember-option").hidden = false;
+      var saved = store.getItem(TOKEN_KEY);
+      if (saved) {
+        input.value = saved;
+        box.checked = true;
+      }
+    }
+    return function () {
+      if (store) {
+        if (box.checked) {
+          store.setItem(TOKEN_KEY, input.value);
+        } else {
+          store.removeItem(TOKEN_KEY);
+        }
+      }
+      return input.value;
+    };
+  }
+
   // ---- the new-paste form -------------------------------------------------
 
   function initForm() {
@@ -350,6 +393,7 @@
     var password = field("password");
     var submit = $("submit");
     var error = $("form-error");
+    var takeToken = initToken(form);
 
     content.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
@@ -391,6 +435,7 @@
     };
 
     form.addEventListener("submit", async function (ev) {
+      var token = takeToken();
       if (!subtle || !encrypt.checked) {
         submit.disabled = true; // the browser posts the form; no double paste
         return;
@@ -402,9 +447,13 @@
       try {
         var sealed = await seal(content.value, password.value);
         submit.textContent = "Sending…";
+        var headers = { "Content-Type": "application/json", "Accept": "application/json" };
+        if (token) {
+          headers["X-Paste-Token"] = token;
+        }
         var res = await request("/api/v1/pastes", {
           method: "POST",
-          headers: { "Content-Type": "application/json", "Accept": "application/json" },
+          headers: headers,
           body: JSON.stringify({
             content: sealed.text,
             title: field("title").value,
