@@ -71,6 +71,10 @@ var hvVaryAccept = []string{"Accept"}
 func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	w.Header()["Vary"] = hvVaryAccept
+	if format, ok, known := ui.TerminalFormat(r); ok {
+		s.serveTerminal(w, r, id, format, known)
+		return
+	}
 	if !ui.WantsHTML(r) {
 		s.serveRaw(w, r, id)
 		return
