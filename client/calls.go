@@ -22,6 +22,9 @@ type PutOptions struct {
 	Expire string // "never" or a duration like "10m", "1d"; empty is the server's default
 	Title  string
 	Burn   bool // hand the content to exactly one reader
+	// Encrypted marks content that was encrypted before it was sent (the
+	// pn1 format), so that pages decrypt it in the browser.
+	Encrypted bool
 }
 
 // Put creates a paste from content. content is read fully first so that the
@@ -44,9 +47,16 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 	if opts.Burn {
 		q.Set("burn", "true")
 	}
+	if opts.Encrypted {
+		q.Set("encrypted", "true")
+	}
+	var header http.Header
+	if c.createTok != "" {
+		header = http.Header{"X-Paste-Token": {c.createTok}}
+	}
 	var created pastenode.Created
 	err = c.do(ctx, call{
-		method: http.MethodPost, path: "/", query: q, body: body,
+		method: http.MethodPost, path: "/", query: q, body: body, header: header,
 		contentType: "application/octet-stream", accept: "application/json",
 	}, func(resp *http.Response) error {
 		return decodeCreated(resp, &created)
@@ -86,6 +96,35 @@ func (c *Client) Get(ctx context.Context, idOrURL string) ([]byte, error) {
 	}
 	var content []byte
 	err = c.do(ctx, call{method: http.MethodGet, path: "/raw/" + url.PathEscape(id)},
+		func(resp *http.Response) error {
+			content, err = io.ReadAll(resp.Body)
+			return err
+		})
+	return content, err
+}
+
+// Terminal formats of GetTerminal.
+const (
+	ANSI256   = "ansi"
+	ANSI16    = "ansi16"
+	TrueColor = "truecolor"
+)
+
+// GetTerminal returns a paste highlighted with ANSI colour escapes in
+// format (ANSI256, ANSI16 or TrueColor), as the language lang, or the
+// paste's own when lang is empty. It never consumes a burn paste: the
+// server refuses to highlight one (409); read it with Get.
+func (c *Client) GetTerminal(ctx context.Context, idOrURL, format, lang string) ([]byte, error) {
+	id, err := pasteID(idOrURL)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"fmt": {format}}
+	if lang != "" {
+		q.Set("lang", lang)
+	}
+	var content []byte
+	err = c.do(ctx, call{method: http.MethodGet, path: "/" + url.PathEscape(id), query: q, accept: "text/x-ansi"},
 		func(resp *http.Response) error {
 			content, err = io.ReadAll(resp.Body)
 			return err

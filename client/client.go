@@ -26,6 +26,7 @@ import (
 type Client struct {
 	bases      []*url.URL
 	adminToken string
+	createTok  string
 	timeout    time.Duration
 	hc         *http.Client
 }
@@ -35,6 +36,9 @@ type Options struct {
 	// AdminToken, when set, is sent as "Authorization: Bearer" on every
 	// request.
 	AdminToken string
+	// CreateToken, when set, is sent as X-Paste-Token on creates, for a
+	// node started with --create-tokens.
+	CreateToken string
 	// Timeout bounds each attempt against one node, until its answer has
 	// been read. Export's body is streamed without this limit. Zero means
 	// no limit beyond the context's.
@@ -49,7 +53,7 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("no node address given")
 	}
-	c := &Client{adminToken: opts.AdminToken, timeout: opts.Timeout, hc: opts.HTTPClient}
+	c := &Client{adminToken: opts.AdminToken, createTok: opts.CreateToken, timeout: opts.Timeout, hc: opts.HTTPClient}
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}

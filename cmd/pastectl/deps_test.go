@@ -37,6 +37,7 @@ func TestDeps(t *testing.T) {
 	own := map[string]bool{
 		"github.com/pastenode/pastenode":              true,
 		"github.com/pastenode/pastenode/client":       true,
+		"github.com/pastenode/pastenode/pn1":          true,
 		"github.com/pastenode/pastenode/cmd/pastectl": true,
 	}
 	for _, d := range deps {

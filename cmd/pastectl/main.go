@@ -75,10 +75,11 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 
-	addr       string
-	adminToken string
-	output     string
-	timeout    time.Duration
+	addr        string
+	adminToken  string
+	createToken string
+	output      string
+	timeout     time.Duration
 }
 
 func (c *cli) rootCommand() *cobra.Command {
@@ -144,7 +145,11 @@ func (c *cli) newClient() (*client.Client, error) {
 			addrs = append(addrs, a)
 		}
 	}
-	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, Timeout: c.timeout})
+	token := c.createToken
+	if token == "" {
+		token = os.Getenv("PASTE_TOKEN")
+	}
+	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, CreateToken: token, Timeout: c.timeout})
 	if err != nil {
 		return nil, usagef("--addr: %w", err)
 	}

@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 	// The tests set these themselves; the caller's shell must not leak in.
 	os.Unsetenv("PASTE_ADDR")
 	os.Unsetenv("PASTE_ADMIN_TOKEN")
+	os.Unsetenv("PASTE_TOKEN")
+	os.Unsetenv("PASTE_PASSWORD")
 	os.Exit(m.Run())
 }
 

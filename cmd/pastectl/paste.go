@@ -4,20 +4,26 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pastenode/pastenode/client"
+	"github.com/pastenode/pastenode/pn1"
 )
 
 func (c *cli) putCommand() *cobra.Command {
 	var opts client.PutOptions
+	var sec secret
 	cmd := &cobra.Command{
 		Use:   "put [FILE]",
 		Short: "Create a paste from FILE, or from stdin",
 		Long: "put creates a paste from FILE, or from stdin when FILE is absent or \"-\".\n" +
 			"It prints the paste's URL on stdout and the delete token on stderr;\n" +
-			"with -o json it prints the whole answer, token included, on stdout.",
+			"with -o json it prints the whole answer, token included, on stdout.\n" +
+			"With --encrypt or --password the content is encrypted here, in the web UI's\n" +
+			"format, and the server gets only ciphertext; --encrypt prints URL#KEY.",
 		Args: cobra.MaximumNArgs(1),
 	}
 	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
@@ -30,9 +36,23 @@ func (c *cli) putCommand() *cobra.Command {
 			defer f.Close()
 			in = f
 		}
+		if err := sec.resolve(cmd.Flags().Changed("password"), true); err != nil {
+			return err
+		}
+		key := ""
+		if sec.encrypt || sec.password != "" {
+			text, k, err := sec.seal(in)
+			if err != nil {
+				return err
+			}
+			in, key, opts.Encrypted = strings.NewReader(text), k, true
+		}
 		created, err := cl.Put(ctx, in, opts)
 		if err != nil {
 			return err
+		}
+		if key != "" {
+			created.URL += "#" + key
 		}
 		if c.output == "json" {
 			return c.printJSON(created)
@@ -46,26 +66,89 @@ func (c *cli) putCommand() *cobra.Command {
 	f.StringVar(&opts.Expire, "expire", "", "expiry: never, or a duration like 10m, 1h, 1d, 1w (default the server's)")
 	f.BoolVar(&opts.Burn, "burn", false, "destroy the paste after its first read")
 	f.StringVar(&opts.Title, "title", "", "title shown on the paste's page")
+	f.BoolVar(&sec.encrypt, "encrypt", false, "encrypt here with a new random key; the printed URL carries it after #")
+	c.passwordFlag(f, &sec, "encrypt with a key derived from a password")
+	f.StringVar(&c.createToken, "token", "", "create token, for a node started with --create-tokens (env PASTE_TOKEN)")
 	return cmd
 }
 
+// passwordFlag defines --password: --password=VALUE, or bare to be asked
+// without echo; PASTE_PASSWORD when absent.
+func (c *cli) passwordFlag(f *pflag.FlagSet, sec *secret, what string) {
+	f.StringVar(&sec.password, "password", "", what+": --password=VALUE, or bare to be asked (env PASTE_PASSWORD)")
+	f.Lookup("password").NoOptDefVal = askPassword
+}
+
 func (c *cli) getCommand() *cobra.Command {
+	var (
+		sec         secret
+		color, lang string
+	)
 	cmd := &cobra.Command{
 		Use:   "get ID_OR_URL",
 		Short: "Print a paste's raw content",
 		Long: "get writes the exact bytes of a paste to stdout. ID_OR_URL is an id or a\n" +
-			"paste URL; the paste is fetched from --addr. Reading a burn paste destroys it.",
+			"paste URL; the paste is fetched from --addr. Reading a burn paste destroys it.\n" +
+			"An encrypted paste is decrypted here with the key after # in URL, or with\n" +
+			"--password. --color highlights it for a terminal (not burn or encrypted pastes).",
 		Args: cobra.ExactArgs(1),
 	}
 	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
-		content, err := cl.Get(ctx, args[0])
+		if color != "auto" && color != "always" && color != "never" {
+			return usagef("invalid --color %q: want auto, always or never", color)
+		}
+		if err := sec.resolve(cmd.Flags().Changed("password"), false); err != nil {
+			return err
+		}
+		content, err := c.get(ctx, cl, args[0], &sec, color == "always" || (color == "auto" && isTerminal(c.stdout)), lang)
 		if err != nil {
 			return err
 		}
 		_, err = c.stdout.Write(content)
 		return err
 	})
+	f := cmd.Flags()
+	c.passwordFlag(f, &sec, "decrypt with a password")
+	f.StringVar(&color, "color", "auto", "highlight with ANSI colours: auto (when stdout is a terminal), always or never")
+	f.StringVar(&lang, "lang", "", "the language to highlight as with --color (default the paste's)")
 	return cmd
+}
+
+// get returns what get prints: the decrypted paste, the paste highlighted
+// by the server, or its raw bytes. Highlighting asks for the metadata
+// first, which never burns, so that a burn paste is still read once, raw.
+// A fragment that does not open a pn1 paste is a line anchor (#L5) when
+// the paste is not encrypted: the raw bytes are printed.
+func (c *cli) get(ctx context.Context, cl *client.Client, idOrURL string, sec *secret, colour bool, lang string) ([]byte, error) {
+	key := fragment(idOrURL)
+	if sec.password == "" && colour {
+		m, err := cl.Meta(ctx, idOrURL)
+		if err != nil {
+			return nil, err
+		}
+		if !m.Burn && !m.Encrypted {
+			return cl.GetTerminal(ctx, idOrURL, terminalFormat(), lang)
+		}
+	}
+	content, err := cl.Get(ctx, idOrURL)
+	if err != nil {
+		return nil, err
+	}
+	if sec.password == "" {
+		if _, err := pn1.Parse(string(content)); key == "" || err != nil {
+			return content, nil
+		}
+	}
+	return sec.open(string(content), key)
+}
+
+// terminalFormat is 24-bit colour where the terminal says it has it
+// (COLORTERM), else 256 colours.
+func terminalFormat() string {
+	if ct := os.Getenv("COLORTERM"); ct == "truecolor" || ct == "24bit" {
+		return client.TrueColor
+	}
+	return client.ANSI256
 }
 
 func (c *cli) deleteCommand() *cobra.Command {
