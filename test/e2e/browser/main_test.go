@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +46,10 @@ const (
 
 // suite is what TestMain set up for the tests.
 var suite struct {
-	baseURL string          // the UI's httptest server
-	browser context.Context // a chromedp context whose browser is running; nil without one
-	skip    string          // why there is no browser
+	baseURL  string          // the UI's httptest server
+	tokenURL string          // the same node's API with --create-tokens (token "browser-token")
+	browser  context.Context // a chromedp context whose browser is running; nil without one
+	skip     string          // why there is no browser
 }
 
 func TestMain(m *testing.M) {
@@ -151,7 +153,22 @@ func startServer(dir string) (baseURL string, stop func(), err error) {
 		return "", nil, err
 	}
 	ts := httptest.NewServer(srv.Handler())
+	tokens := filepath.Join(dir, "create-tokens")
+	if err := os.WriteFile(tokens, []byte("browser:browser-token\n"), 0o600); err != nil {
+		ts.Close()
+		n.Close()
+		return "", nil, err
+	}
+	tokenSrv, err := api.NewServer(api.Config{Store: n, UI: pages, MaxPasteSize: 1 << 20, CreateTokensFile: tokens})
+	if err != nil {
+		ts.Close()
+		n.Close()
+		return "", nil, err
+	}
+	tts := httptest.NewServer(tokenSrv.Handler())
+	suite.tokenURL = tts.URL
 	return ts.URL, func() {
+		tts.Close()
 		ts.Close()
 		n.Close()
 	}, nil
