@@ -22,6 +22,7 @@ const askPassword = "-"
 type secret struct {
 	encrypt  bool   // put --encrypt
 	password string // --password=VALUE, askPassword, or PASTE_PASSWORD
+	fromEnv  bool   // password came from PASTE_PASSWORD, not the flag
 }
 
 // resolve fills the password from PASTE_PASSWORD when the flag was not
@@ -29,6 +30,7 @@ type secret struct {
 func (s *secret) resolve(flagGiven bool, confirm bool) error {
 	if !flagGiven {
 		s.password = os.Getenv("PASTE_PASSWORD")
+		s.fromEnv = s.password != ""
 		return nil
 	}
 	if s.password != askPassword {
@@ -91,13 +93,13 @@ func (s *secret) seal(content io.Reader) (text, key string, err error) {
 	return pn1.SealKey(plain)
 }
 
-// open decrypts a paste's text with the key from its URL's fragment, or
-// with the password.
-func (s *secret) open(text, key string) ([]byte, error) {
+// open decrypts a paste's text with the password, or when it is empty
+// with the key from its URL's fragment.
+func open(text, key, password string) ([]byte, error) {
 	var plain []byte
 	var err error
-	if s.password != "" {
-		plain, err = pn1.OpenPassword(text, s.password)
+	if password != "" {
+		plain, err = pn1.OpenPassword(text, password)
 	} else {
 		plain, err = pn1.OpenKey(text, key)
 	}

@@ -172,3 +172,28 @@ func TestPutToken(t *testing.T) {
 		t.Errorf("requests %q: want X-Paste-Token from --token and PASTE_TOKEN", rec.requests)
 	}
 }
+
+func TestGetPlainWithPasswordEnvAndAnchors(t *testing.T) {
+	_, url := newRecorder(t)
+	pastectl(t, "plain text\n", "--addr", url, "put")
+	pastectl(t, "sealed\n", "--addr", url, "put", "--encrypt")
+
+	// A line anchor on a plain paste is no key.
+	if code, out, errOut := pastectl(t, "", "--addr", url, "get", url+"/p1#L1"); code != 0 || out != "plain text\n" {
+		t.Errorf("get URL#L1 of a plain paste: exit %d, %q (%s)", code, out, errOut)
+	}
+	// PASTE_PASSWORD applies only to password pastes.
+	t.Setenv("PASTE_PASSWORD", "for password pastes only")
+	if code, out, errOut := pastectl(t, "", "--addr", url, "get", "p1"); code != 0 || out != "plain text\n" {
+		t.Errorf("get of a plain paste with PASTE_PASSWORD: exit %d, %q (%s)", code, out, errOut)
+	}
+	// An encrypted paste without its key is printed as stored, with a note.
+	code, out, errOut := pastectl(t, "", "--addr", url, "get", "p2")
+	if code != 0 || !strings.HasPrefix(out, "pn1.k.") || !strings.Contains(errOut, "encrypted") {
+		t.Errorf("get of an encrypted paste without a key: exit %d, %q, %q", code, out, errOut)
+	}
+	// An explicit --password must open the paste.
+	if code, out, _ := pastectl(t, "", "--addr", url, "get", "--password=x", "p1"); code != 1 || out != "" {
+		t.Errorf("get --password of a plain paste: exit %d, %q; want 1 and nothing", code, out)
+	}
+}

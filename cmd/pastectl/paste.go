@@ -117,11 +117,13 @@ func (c *cli) getCommand() *cobra.Command {
 // get returns what get prints: the decrypted paste, the paste highlighted
 // by the server, or its raw bytes. Highlighting asks for the metadata
 // first, which never burns, so that a burn paste is still read once, raw.
-// A fragment that does not open a pn1 paste is a line anchor (#L5) when
-// the paste is not encrypted: the raw bytes are printed.
+// A --password must open the paste; a key in the fragment, or a password
+// from PASTE_PASSWORD, is used only on a pn1 paste of its kind, so that a
+// line link (#L5) to a plain paste prints it.
 func (c *cli) get(ctx context.Context, cl *client.Client, idOrURL string, sec *secret, colour bool, lang string) ([]byte, error) {
 	key := fragment(idOrURL)
-	if sec.password == "" && colour {
+	explicit := sec.password != "" && !sec.fromEnv
+	if !explicit && colour {
 		m, err := cl.Meta(ctx, idOrURL)
 		if err != nil {
 			return nil, err
@@ -134,12 +136,19 @@ func (c *cli) get(ctx context.Context, cl *client.Client, idOrURL string, sec *s
 	if err != nil {
 		return nil, err
 	}
-	if sec.password == "" {
-		if _, err := pn1.Parse(string(content)); key == "" || err != nil {
-			return content, nil
-		}
+	box, perr := pn1.Parse(string(content))
+	switch {
+	case explicit:
+		return open(string(content), key, sec.password)
+	case perr != nil:
+		return content, nil
+	case box.Password && sec.password != "":
+		return open(string(content), "", sec.password)
+	case !box.Password && key != "":
+		return open(string(content), key, "")
 	}
-	return sec.open(string(content), key)
+	fmt.Fprintln(c.stderr, "pastectl: this paste is encrypted and printed as stored: give URL#KEY or --password to decrypt it")
+	return content, nil
 }
 
 // terminalFormat is 24-bit colour where the terminal says it has it
