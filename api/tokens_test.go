@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
+
 	"github.com/pastenode/pastenode"
 )
 
@@ -159,5 +161,41 @@ func TestIndexTokenField(t *testing.T) {
 	}
 	if page := string(do(t, http.MethodGet, closed.URL+"/", nil, "Accept", "text/html").body); !strings.Contains(page, `name="token"`) {
 		t.Error("the form of a node with --create-tokens has no token field")
+	}
+}
+
+// TestEveryCreateRouteNeedsToken walks the router: every route that takes
+// a POST or PUT and is not an admin call or a burn reveal is a create, and
+// must refuse a request without a token. A create route added later
+// without the check fails here.
+func TestEveryCreateRouteNeedsToken(t *testing.T) {
+	t.Parallel()
+	tn, _ := tokenNode(t, "tok\n", nil)
+	notCreates := map[string]bool{"join": true, "snapshot": true, "reveal": true, "remove": true}
+	var checked []string
+	err := tn.server.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		methods, _ := route.GetMethods()
+		path, err := route.GetPathTemplate()
+		if err != nil || notCreates[route.GetName()] {
+			return nil
+		}
+		for _, m := range methods {
+			if m != http.MethodPost && m != http.MethodPut {
+				continue
+			}
+			path = strings.ReplaceAll(path, "{id}", "someid")
+			r := do(t, m, tn.URL+path, []byte(`{"content":"x"}`), "Content-Type", "application/json")
+			if r.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s (route %s) without a token: got %d, want 401", m, path, route.GetName(), r.StatusCode)
+			}
+			checked = append(checked, m+" "+path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checked) < 2 {
+		t.Fatalf("checked only %v: want at least POST / and POST /api/v1/pastes", checked)
 	}
 }
