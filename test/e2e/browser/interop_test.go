@@ -177,6 +177,10 @@ func TestBrowserEncryptedOpensWithPastectl(t *testing.T) {
 		if w.saw("ünïcode") || w.saw("sealed in the browser") || (key != "" && w.saw(key)) || (pw != "" && w.saw(pw)) {
 			t.Fatal("the server was sent the plaintext, the key or the password")
 		}
+		if _, raw := httpGet(t, "/raw/"+id, ""); !strings.HasPrefix(raw, "pn1.") || strings.Contains(raw, "sealed") ||
+			(key != "" && strings.Contains(raw, key)) {
+			t.Fatalf("the stored paste is %q, want pn1 ciphertext only", raw)
+		}
 
 		args := []string{"get", w.URL + "/" + id + "#" + key}
 		if pw != "" {
