@@ -56,3 +56,41 @@ func TestCachedPageEqualsFreshPage(t *testing.T) {
 		t.Fatalf("cache entries = %d (want 1), disabled cache = %v (want nil)", cached.cache.lru.Len(), fresh.cache)
 	}
 }
+
+// TestCacheOfIsReadNotFilled shows that a UI given CacheOf takes the other
+// UI's highlighted bodies and leaves its cache as it was.
+func TestCacheOfIsReadNotFilled(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	live, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, err := New(Options{Mirror: true, HighlightCacheBytes: -1, CacheOf: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := Paste{ID: "seen", Lang: "go", Content: []byte("package main\n"), CreatedAt: now}
+	if err := live.Paste(&bytes.Buffer{}, seen, now); err != nil {
+		t.Fatal(err)
+	}
+	// A marker in the cached body shows the export took it from there
+	// rather than highlighting again.
+	for _, k := range live.cache.lru.Keys() {
+		b, _ := live.cache.lru.Peek(k)
+		live.cache.lru.Add(k, renderedBody{html: b.html + "<!--cached-->", lines: b.lines})
+	}
+	var page bytes.Buffer
+	if err := export.Paste(&page, seen, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "<!--cached-->") {
+		t.Error("the export highlighted a paste that the live cache had")
+	}
+	unseen := Paste{ID: "unseen", Lang: "go", Content: []byte("package other\n"), CreatedAt: now}
+	if err := export.Paste(&bytes.Buffer{}, unseen, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.cache.lru.Len(); got != 1 {
+		t.Errorf("the live cache holds %d entries after the export, want 1", got)
+	}
+}

@@ -147,9 +147,10 @@ type StatusRecorder struct {
 	code int
 }
 
-// WriteHeader records the first code and sends it.
+// WriteHeader records the first final code and sends it; informational
+// 1xx answers (an export's progress) go out unrecorded.
 func (r *StatusRecorder) WriteHeader(code int) {
-	if r.code == 0 {
+	if r.code == 0 && (code < 100 || code > 199) {
 		r.code = code
 	}
 	r.ResponseWriter.WriteHeader(code)

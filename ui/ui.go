@@ -54,6 +54,10 @@ type Options struct {
 	// DefaultHighlightCacheBytes and a negative value turns it off (an
 	// export renders each paste once).
 	HighlightCacheBytes int
+	// CacheOf, when set, is another UI whose cache of highlighted pastes
+	// this one reads but never fills: an export reuses what the live
+	// node's pages have highlighted without pushing them out of its cache.
+	CacheOf *UI
 }
 
 // Option is one choice of a select: the value posted and its label.
@@ -278,6 +282,11 @@ func (u *UI) body(p Paste, lexer chroma.Lexer, text string) (template.HTML, int)
 	key := p.ID + "\x00" + p.Lang + "\x00" + strconv.FormatInt(p.CreatedAt.UnixNano(), 36)
 	if b, ok := u.cache.get(key); ok {
 		return b.html, b.lines
+	}
+	if u.opts.CacheOf != nil {
+		if b, ok := u.opts.CacheOf.cache.get(key); ok {
+			return b.html, b.lines
+		}
 	}
 	html, lines := renderLines(lexer, text)
 	u.cache.add(key, renderedBody{html: html, lines: lines})
