@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -92,15 +93,24 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]uint64{"index": index})
 }
 
+// exportProgressEvery is how often an export being built tells the client
+// how far it has got; a var so that tests can shorten it.
+var exportProgressEvery = time.Second
+
 // handleExport is GET /api/v1/export.cdb: the archive of mirror.WriteExport. It is
 // built in a temporary file first, so the answer has a Content-Length and
-// the paste count in a header; a HEAD builds it too, to give both.
+// the paste count in a header; a HEAD builds it too, to give both. While
+// it builds, an HTTP/1.1 or later client gets a 102 Processing
+// informational answer every exportProgressEvery, with X-Export-Progress:
+// pastes written so far and the store's paste count, "1200/100000": the
+// client sees the export alive from the first second, however long it
+// takes, and can time out on a silent gap rather than on the whole call.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// A large store takes longer to build and send than the server's
 	// write timeout allows; this admin call may take as long as it needs.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	pages, err := ui.New(ui.Options{Mirror: true, HighlightCacheBytes: -1})
+	pages, err := ui.New(ui.Options{Mirror: true, HighlightCacheBytes: -1, CacheOf: s.cfg.UI})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -112,7 +122,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	st, err := mirror.WriteExport(r.Context(), f, s.cfg.Store.View(), pages, start)
+	st, err := s.buildExport(w, r, f, pages, start)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -129,4 +139,37 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("export", "index", st.Index, "pastes", st.Pastes, "burn_skipped", st.Burn,
 		"expired_skipped", st.Expired, "bad_id_skipped", st.Skipped, "bytes", st.Bytes, "took", time.Since(start))
 	http.ServeContent(w, r, "", time.Time{}, f)
+}
+
+// buildExport writes the export into f on another goroutine and, while it
+// runs, sends the client the progress informational answers.
+func (s *Server) buildExport(w http.ResponseWriter, r *http.Request, f *os.File, pages *ui.UI, now time.Time) (mirror.ExportStats, error) {
+	type result struct {
+		st  mirror.ExportStats
+		err error
+	}
+	var done atomic.Int64
+	total, _ := s.cfg.Store.Stats()
+	view := s.cfg.Store.View()
+	out := make(chan result, 1)
+	go func() {
+		st, err := mirror.WriteExportProgress(r.Context(), f, view, pages, now, &done)
+		out <- result{st, err}
+	}()
+	tick := time.NewTicker(exportProgressEvery)
+	defer tick.Stop()
+	h := w.Header()
+	defer h.Del("X-Export-Progress")
+	for {
+		select {
+		case res := <-out:
+			return res.st, res.err
+		case <-tick.C:
+			// An HTTP/1.0 client must not get a 1xx answer.
+			if r.ProtoAtLeast(1, 1) {
+				h.Set("X-Export-Progress", strconv.FormatInt(done.Load(), 10)+"/"+strconv.FormatInt(total, 10))
+				w.WriteHeader(http.StatusProcessing)
+			}
+		}
+	}
 }

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/client"
 	"github.com/pastenode/pastenode/mirror"
 )
 
@@ -133,4 +135,69 @@ func serve(h http.Handler, method, target string, headers ...string) *httptest.R
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// TestExportProgress exports a real node whose export takes several times
+// the client's timeout to build: the 102 progress answers keep the client
+// waiting, it gets the whole file, and the route's metrics count a 200.
+func TestExportProgress(t *testing.T) {
+	old := exportProgressEvery
+	exportProgressEvery = 20 * time.Millisecond
+	t.Cleanup(func() { exportProgressEvery = old })
+	tn := startNode(t, Config{})
+
+	// Highlighting makes each paste cost milliseconds to export.
+	code := bytes.Repeat([]byte("func f(a, b int) (int, error) { return a + b, nil } // sum\n"), 60)
+	const pastes, timeout = 60, 300 * time.Millisecond
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < pastes; i += 8 {
+				create(t, tn.URL, append([]byte(strconv.Itoa(i)+"\n"), code...), "lang=go")
+			}
+		})
+	}
+	wg.Wait()
+
+	cl, err := client.New([]string{tn.URL}, client.Options{Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &progressFile{}
+	start := time.Now()
+	n, err := cl.Export(t.Context(), out, nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Export after %s: %v", took, err)
+	}
+	if took < 2*timeout {
+		t.Fatalf("the export took %s, not long enough to outlast the timeout of %s twice: make it larger", took, timeout)
+	}
+	if n != int64(out.Len()) || out.pastes != pastes {
+		t.Errorf("Export: %d bytes (file %d), %d pastes; want %d pastes", n, out.Len(), out.pastes, pastes)
+	}
+	if len(out.progress) < 2 || out.progress[len(out.progress)-1][1] != pastes {
+		t.Errorf("progress reports %v: want several, out of %d", out.progress, pastes)
+	}
+	for i := 1; i < len(out.progress); i++ {
+		if out.progress[i][0] < out.progress[i-1][0] {
+			t.Errorf("progress went back: %v", out.progress)
+		}
+	}
+	metrics := do(t, http.MethodGet, tn.URL+"/metrics", nil)
+	if want := `pastenode_http_requests_total{code="200",method="GET",route="export"} 1`; !strings.Contains(string(metrics.body), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
+
+// progressFile is an export's output that records what Export reports.
+type progressFile struct {
+	bytes.Buffer
+	pastes   int64
+	progress [][2]int64
+}
+
+func (f *progressFile) SetExportPastes(n int64) { f.pastes = n }
+func (f *progressFile) ExportProgress(done, total int64) {
+	f.progress = append(f.progress, [2]int64{done, total})
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pastenode/pastenode/cdb"
@@ -52,12 +53,19 @@ var exportAssets = []string{"app.css", "app.js"}
 // same view and time give the same file. On error the content of w is
 // incomplete and should be discarded.
 func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time) (ExportStats, error) {
+	return WriteExportProgress(ctx, w, view, pages, now, nil)
+}
+
+// WriteExportProgress is WriteExport that also counts, in done when it is
+// not nil, the pastes written so far, for a caller that reports progress
+// from another goroutine.
+func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
 	st := ExportStats{Index: view.Index()}
 	aw, err := cdb.NewArchive(w)
 	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
-	e := exporter{pages: pages, now: now}
+	e := exporter{pages: pages, now: now, done: done}
 	site, err := e.site()
 	if err == nil {
 		err = addFiles(aw, site)
@@ -118,6 +126,9 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 			continue
 		}
 		bufPool.Put(j.buf)
+		if e.done != nil {
+			e.done.Add(1)
+		}
 		st.Pastes++
 		st.Bytes += int64(len(j.p.Content))
 	}
@@ -193,6 +204,7 @@ func addFiles(aw *cdb.ArchiveWriter, files []exportFile) error {
 type exporter struct {
 	pages *ui.UI
 	now   time.Time
+	done  *atomic.Int64 // pastes added so far; may be nil
 }
 
 // site renders the files that are not pastes.
