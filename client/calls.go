@@ -209,10 +209,26 @@ func (c *Client) Ready(ctx context.Context) error {
 // after every write; total is -1 when the server does not say.
 //
 // If w has a method SetExportPastes(n int64), it is called with the server's
-// X-Export-Pastes count (header or trailer) when the server sends one.
+// X-Export-Pastes count (header or trailer) when the server sends one. If w
+// has a method ExportProgress(pastes, total int64), it is called with each
+// progress report the server sends while it builds the export (pastes
+// written so far, pastes in the store), before the first byte.
+//
+// The Client's Timeout bounds each silence of the server, not the export.
 func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (int64, error) {
 	var n int64
-	err := c.do(ctx, call{method: http.MethodGet, path: "/api/v1/export.cdb", stream: true},
+	cl := call{method: http.MethodGet, path: "/api/v1/export.cdb", stream: true}
+	if p, ok := w.(interface{ ExportProgress(pastes, total int64) }); ok {
+		cl.informational = func(code int, h http.Header) {
+			done, total, ok := strings.Cut(h.Get("X-Export-Progress"), "/")
+			d, err1 := strconv.ParseInt(done, 10, 64)
+			t, err2 := strconv.ParseInt(total, 10, 64)
+			if ok && err1 == nil && err2 == nil {
+				p.ExportProgress(d, t)
+			}
+		}
+	}
+	err := c.do(ctx, cl,
 		func(resp *http.Response) error {
 			total := resp.ContentLength
 			pw := &progressWriter{w: w, total: total, progress: progress}

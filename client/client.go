@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"time"
@@ -40,8 +42,10 @@ type Options struct {
 	// node started with --create-tokens.
 	CreateToken string
 	// Timeout bounds each attempt against one node, until its answer has
-	// been read. Export's body is streamed without this limit. Zero means
-	// no limit beyond the context's.
+	// been read. Export, which may take long, is bounded instead by the
+	// silences: Timeout applies to connecting and to each gap between the
+	// server's progress answers and the bytes of its body. Zero means no
+	// limit beyond the context's.
 	Timeout time.Duration
 	// HTTPClient replaces http.DefaultClient, e.g. for custom TLS.
 	HTTPClient *http.Client
@@ -84,8 +88,10 @@ type call struct {
 	contentType  string
 	accept       string
 	header       http.Header
-	stream       bool // the body may take long: Timeout ends at the headers
-	final503     bool // a 503 is the answer, not a reason to try the next node
+	stream       bool // the answer may take long: Timeout bounds each silence
+	// informational, if not nil, gets each 1xx answer's headers.
+	informational func(code int, h http.Header)
+	final503      bool // a 503 is the answer, not a reason to try the next node
 }
 
 // do sends cl to each node in order until one answers, and hands a 2xx
@@ -119,10 +125,27 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, cl call, handle fun
 	defer cancel(nil)
 	var timer *time.Timer
 	if c.timeout > 0 {
-		timer = time.AfterFunc(c.timeout, func() {
-			cancel(fmt.Errorf("no answer from %s within %s", base.Host, c.timeout))
-		})
+		msg := fmt.Errorf("no answer from %s within %s", base.Host, c.timeout)
+		if cl.stream {
+			msg = fmt.Errorf("nothing from %s for %s", base.Host, c.timeout)
+		}
+		timer = time.AfterFunc(c.timeout, func() { cancel(msg) })
 		defer timer.Stop()
+	}
+	alive := func() {} // the server was heard from
+	if cl.stream && timer != nil {
+		alive = func() { timer.Reset(c.timeout) }
+	}
+	if cl.stream {
+		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+				alive()
+				if cl.informational != nil {
+					cl.informational(code, http.Header(h))
+				}
+				return nil
+			},
+		})
 	}
 	req, err := c.newRequest(actx, base, cl)
 	if err != nil {
@@ -133,16 +156,31 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, cl call, handle fun
 		return true, timedOut(ctx, actx, err)
 	}
 	defer resp.Body.Close()
-	if cl.stream && timer != nil {
-		timer.Stop()
-	}
+	alive()
 	if next, err := classify(resp, cl.final503); err != nil || handle == nil {
 		return next, err
+	}
+	if cl.stream {
+		resp.Body = &aliveBody{ReadCloser: resp.Body, alive: alive}
 	}
 	if err := handle(resp); err != nil {
 		return false, timedOut(ctx, actx, err)
 	}
 	return false, nil
+}
+
+// aliveBody calls alive whenever bytes arrive.
+type aliveBody struct {
+	io.ReadCloser
+	alive func()
+}
+
+func (b *aliveBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.alive()
+	}
+	return n, err
 }
 
 // newRequest builds cl's request to the node at base, with the admin token

@@ -22,6 +22,8 @@ func (c *cli) exportCommand() *cobra.Command {
 		Short: "Write a CDB export of every live paste",
 		Long: "export streams the cluster's CDB export into FILE.tmp next to FILE, syncs it\n" +
 			"and renames it to FILE, so FILE is either the old file or a complete export.\n" +
+			"The server builds the whole file before its first byte and reports its progress\n" +
+			"meanwhile; --timeout bounds each silence of the server, not the whole export.\n" +
 			"A progress bar is shown on stderr when it is a terminal.",
 		Args: cobra.NoArgs,
 	}
@@ -46,22 +48,23 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 		}
 	}()
 
-	var bar *progressbar.ProgressBar
+	w := &exportFile{File: f, pastes: -1}
 	var progress func(done, total int64)
 	if isTerminal(c.stderr) {
 		progress = func(done, total int64) {
-			if bar == nil {
-				bar = c.newProgressBar(total)
+			if w.bar == nil || w.building {
+				w.clearBar()
+				w.bar = c.newProgressBar("exporting", total, true)
 			}
-			bar.Set64(done)
+			w.bar.Set64(done)
+		}
+		w.newBar = func(total int64) *progressbar.ProgressBar {
+			return c.newProgressBar("building", total, false)
 		}
 	}
-	w := &exportFile{File: f, pastes: -1}
 	start := time.Now()
 	n, err := cl.Export(ctx, w, progress)
-	if bar != nil {
-		bar.Clear()
-	}
+	w.clearBar()
 	if err != nil {
 		return err
 	}
@@ -91,22 +94,45 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 }
 
 // exportFile is the export's temporary file; it records the paste count
-// that client.Client.Export reports when the server sends one.
+// that client.Client.Export reports when the server sends one, and shows
+// the server's progress while it builds the export.
 type exportFile struct {
 	*os.File
 	pastes int64 // -1: unknown
+
+	newBar   func(total int64) *progressbar.ProgressBar // nil: no bar
+	bar      *progressbar.ProgressBar
+	building bool // bar counts the pastes the server has built
 }
 
 func (f *exportFile) SetExportPastes(n int64) { f.pastes = n }
 
-func (c *cli) newProgressBar(total int64) *progressbar.ProgressBar {
+// ExportProgress shows how many pastes the server has put in the export.
+func (f *exportFile) ExportProgress(pastes, total int64) {
+	if f.newBar == nil {
+		return
+	}
+	if f.bar == nil {
+		f.bar, f.building = f.newBar(total), true
+	}
+	f.bar.Set64(pastes)
+}
+
+func (f *exportFile) clearBar() {
+	if f.bar != nil {
+		f.bar.Clear()
+		f.bar, f.building = nil, false
+	}
+}
+
+func (c *cli) newProgressBar(what string, total int64, bytes bool) *progressbar.ProgressBar {
 	if total <= 0 {
 		total = -1 // a spinner: the size is unknown
 	}
 	return progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(c.stderr),
-		progressbar.OptionSetDescription("exporting"),
-		progressbar.OptionShowBytes(true),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionShowBytes(bytes),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		// No ticker goroutine: writes drive the spinner.

@@ -102,7 +102,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
 	f.StringVarP(&c.output, "output", "o", "text", "output format of put and status: text or json")
-	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer (0: no limit)")
+	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer, for export each silence (0: no limit)")
 
 	root.AddCommand(
 		c.putCommand(),

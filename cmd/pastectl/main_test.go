@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pastenode/pastenode"
 )
@@ -35,6 +36,10 @@ type fakeNode struct {
 	ready      bool
 	export     []byte
 	exportCut  bool // promise more export bytes than are sent
+	// exportBuild is how long the fake takes before the export's first
+	// byte, reporting progress every exportTick meanwhile (0: silent).
+	exportBuild, exportTick time.Duration
+	exportStall             time.Duration // a silence in the middle of the body
 
 	mu      sync.Mutex
 	pastes  map[string][]byte
@@ -148,14 +153,59 @@ func (f *fakeNode) routes() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	mux.HandleFunc("GET /api/v1/export.cdb", admin("export", func(w http.ResponseWriter, r *http.Request) {
+		if !f.build(w, r) {
+			return
+		}
 		w.Header().Set("Trailer", "X-Export-Pastes")
 		if f.exportCut {
 			w.Header().Set("Content-Length", fmt.Sprint(len(f.export)+100))
 		}
-		w.Write(f.export)
+		half := len(f.export) / 2
+		w.Write(f.export[:half])
+		if f.exportStall > 0 {
+			http.NewResponseController(w).Flush()
+			if !pause(r, f.exportStall) {
+				return
+			}
+		}
+		w.Write(f.export[half:])
 		w.Header().Set("X-Export-Pastes", "3")
 	}))
 	return mux
+}
+
+// build stands for the time the server takes to build the export, with a
+// 102 progress answer every exportTick. It is false when the client left.
+func (f *fakeNode) build(w http.ResponseWriter, r *http.Request) bool {
+	end := time.Now().Add(f.exportBuild)
+	for n := 1; time.Now().Before(end); n++ {
+		step := time.Until(end)
+		if f.exportTick > 0 {
+			step = min(step, f.exportTick)
+		}
+		if !pause(r, step) {
+			return false
+		}
+		if f.exportTick > 0 {
+			w.Header().Set("X-Export-Progress", fmt.Sprintf("%d/1000", n))
+			w.WriteHeader(http.StatusProcessing)
+		}
+	}
+	w.Header().Del("X-Export-Progress")
+	return true
+}
+
+// pause waits for d, or less when the client goes away; it reports
+// whether the client is still there.
+func pause(r *http.Request, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func (f *fakeNode) isAdmin(r *http.Request) bool {
@@ -476,5 +526,51 @@ func TestExport(t *testing.T) {
 	}
 	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left after failure: %v", err)
+	}
+}
+
+// TestExportSlowServer shows that --timeout bounds each silence of the
+// server during an export, not the whole export: a server that takes
+// several timeouts to build the export but reports its progress meanwhile
+// is waited for, and one that falls silent, before or during the body, is
+// not.
+func TestExportSlowServer(t *testing.T) {
+	tests := []struct {
+		name               string
+		build, tick, stall time.Duration
+		wantErr            string // "": success
+	}{
+		{"long build with progress", 1500 * time.Millisecond, 50 * time.Millisecond, 0, ""},
+		{"silent build", time.Second, 0, 0, "nothing from 127.0.0.1"},
+		{"silent gap in the body", 0, 0, time.Second, "nothing from 127.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, url := newFake(t)
+			f.export = bytes.Repeat([]byte("cdb\x00\xff"), 10000)
+			f.exportBuild, f.exportTick, f.exportStall = tt.build, tt.tick, tt.stall
+			out := filepath.Join(t.TempDir(), "pastes.cdb")
+			start := time.Now()
+			code, _, stderr := pastectl(t, "", "--addr", url, "--timeout", "300ms", "export", "--out", out)
+			took := time.Since(start)
+			if tt.wantErr == "" {
+				if code != 0 || stderr != "" {
+					t.Fatalf("exit %d, stderr %q", code, stderr)
+				}
+				if took < tt.build {
+					t.Errorf("took %s, less than the build's %s", took, tt.build)
+				}
+				if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, f.export) {
+					t.Errorf("file: %d bytes, %v; want the export", len(got), err)
+				}
+				return
+			}
+			if code != 1 || !strings.Contains(stderr, tt.wantErr) || !strings.Contains(stderr, "for 300ms") {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, stderr, tt.wantErr)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a failed export left %s: %v", out, err)
+			}
+		})
 	}
 }
