@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
 	r.Handle("/api/v1/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
 	r.Handle("/api/v1/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
+	s.pprofRoutes(r)
 
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
 	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")
