@@ -9,10 +9,9 @@ import (
 )
 
 // pprofRoutes serves Go's profiles under /debug/pprof/ to admins only, so
-// that a running node can be profiled under load (go tool pprof
-// -http=: 'http://NODE/debug/pprof/profile?seconds=10', with the admin
-// token as an Authorization header). A profile shows paste contents' sizes
-// and the process's command line, which is why it is not public.
+// that a running node can be profiled under load (curl the profile with
+// the admin token, then go tool pprof the file). Profiles show the
+// process's command line and memory, which is why they are not public.
 func (s *Server) pprofRoutes(r *mux.Router) {
 	r.PathPrefix("/debug/pprof/").Handler(s.admin(handlePprof)).Methods(http.MethodGet, http.MethodPost).Name("pprof")
 }
