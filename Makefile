@@ -6,7 +6,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE     ?= pastenode:local
 PROMTOOL  ?= promtool
 
-.PHONY: all build static test test-unit check-deploy jepsen-short jepsen bench bench-http vet fmt docker-image cluster-up cluster-down clean
+.PHONY: all build static test test-unit check-deploy jepsen-short jepsen bench bench-go vet fmt docker-image cluster-up cluster-down clean
 
 all: build
 
@@ -64,14 +64,19 @@ jepsen:
 	@mkdir -p $(BIN)/jepsen
 	PASTE_JEPSEN_DURATION=$${PASTE_JEPSEN_DURATION:-180s} PASTE_JEPSEN_FAULT_GAP=$${PASTE_JEPSEN_FAULT_GAP:-1s} $(JEPSEN_RUN) -timeout 30m ./test/e2e/jepsen
 
-# Go benchmarks, then HTTP load figures with wrk against a live node, the
-# mirror and nginx (bench/http.sh; loopback only, 10s per run).
-bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./...
-	./bench/http.sh
+# The comparison of BENCHMARKS.md: pastenode against a bare net/http
+# handler, nginx, etcd and kawipiko-server, one table in
+# bench/results/latest.txt (needs wrk, nginx-light and etcd-server; about
+# 5 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
+# -duration 1s -pastes 5000' for a quick look.
+BENCH_FLAGS ?=
+bench:
+	$(GO) build -o $(BIN)/ ./cmd/pastenode ./cmd/pastectl ./bench/bare ./bench/compare
+	$(BIN)/compare -bin $(BIN) $(BENCH_FLAGS)
 
-bench-http: build
-	./bench/http.sh
+# The Go micro-benchmarks of the packages.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 docker-image: static
 	docker build -t $(IMAGE) .

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const wrkOut = `Running 2s test @ http://127.0.0.1:8080/raw/x
+  1 threads and 1000 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    21.50ms   10.20ms 210.00ms   80.00%
+    Req/Sec    45.12k     2.00k   48.00k    70.00%
+  Latency Distribution
+     50%   20.00ms
+     75%   25.00ms
+     90%   30.00ms
+     99%  151.00ms
+  90240 requests in 2.00s, 100.00MB read
+  Socket errors: connect 0, read 12, write 0, timeout 3
+  Non-2xx or 3xx responses: 4
+Requests/sec:  45120.50
+Transfer/sec:     50.00MB
+bad 7
+`
+
+func TestParseWrk(t *testing.T) {
+	r, err := parseWrk(wrkOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wrkResult{rps: 45120.5, p99: 151 * time.Millisecond, bad: 7, errors: 15, requests: 90240}
+	if r != want {
+		t.Errorf("got %+v, want %+v", r, want)
+	}
+	r, err = parseWrk(strings.ReplaceAll(wrkOut, "bad 7\n", ""))
+	if err != nil || r.bad != -1 {
+		t.Errorf("without the script's line: bad %d, %v; want -1", r.bad, err)
+	}
+	if _, err := parseWrk("unable to connect to 127.0.0.1:1 Connection refused\n"); err == nil {
+		t.Error("a failed run parsed")
+	}
+}
+
+func TestParseWrkDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"812.00us": 812 * time.Microsecond, "1.50ms": 1500 * time.Microsecond, "2.01s": 2010 * time.Millisecond, "1.00m": time.Minute,
+	} {
+		if got, err := parseWrkDuration(in); err != nil || got != want {
+			t.Errorf("%s: got %s, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := parseWrkDuration("12"); err == nil {
+		t.Error("a duration without unit parsed")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{9, 1, 5}, 5}, {[]float64{4, 1, 3, 2}, 2.5}}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRowsAndTable(t *testing.T) {
+	runs := func(rps ...float64) []wrkResult {
+		var rs []wrkResult
+		for _, v := range rps {
+			rs = append(rs, wrkResult{rps: v, p99: time.Duration(v) * time.Microsecond})
+		}
+		return rs
+	}
+	met := ratioRow("read", runs(96, 100, 1), runs(100, 100, 100), 0.95)
+	miss := ratioRow("write", runs(10), runs(100), 2)
+	ref := ratioRow("reference", runs(50), nil, 0)
+	slow := p99Row("p99", runs(200), runs(100))
+	if met.met != "met" || miss.met != "MISS" || ref.met != "-" || ref.peer != "not installed" || slow.met != "MISS" {
+		t.Errorf("met: %q %q %q %q (peer %q)", met.met, miss.met, ref.met, slow.met, ref.peer)
+	}
+	if met.ratio != 0.96 {
+		t.Errorf("ratio of the medians: got %v, want 0.96", met.ratio)
+	}
+	table := formatTable([]row{met, miss, ref, slow})
+	for _, want := range []string{"| read | 96/s | 100/s | 0.96x | >= 0.95x | met |", "| reference | 50/s | not installed | - | printed, no target | - |",
+		"Misses (2):\n- write\n- p99\n"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}

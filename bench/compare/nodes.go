@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// pnode is one pastenode process of the run.
+type pnode struct {
+	name string
+	args []string // to start it again on the same data dir
+	url  string   // http:// or https:// base
+	cmd  *exec.Cmd
+}
+
+// startNode starts a pastenode with the common flags and extra ones.
+func (b *bench) startNode(name string, extra ...string) (*pnode, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	n := &pnode{name: name, url: "http://" + ports[0]}
+	n.args = append([]string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
+		"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", ports[2], "--log-level", "warn"}, extra...)
+	if strings.Contains(strings.Join(extra, " "), "--tls-cert") {
+		n.url = "https://" + ports[0]
+	}
+	return n, b.restart(n)
+}
+
+// restart starts n's process (again).
+func (b *bench) restart(n *pnode) error {
+	cmd, err := b.procs.start(n.name, filepath.Join(b.bin, "pastenode"), n.args...)
+	n.cmd = cmd
+	return err
+}
+
+// ready waits until n answers /readyz with 200.
+func (b *bench) ready(ctx context.Context, n *pnode, timeout time.Duration) error {
+	return waitFor(ctx, timeout, n.name+" ready", func() error {
+		if err := b.procs.exitedEarly(n.cmd); err != nil {
+			return err
+		}
+		return httpOK(b.hc, n.url+"/readyz")()
+	})
+}
+
+// status is the part of GET /api/v1/status the bench reads.
+type status struct {
+	Node struct {
+		State string `json:"state"`
+	} `json:"node"`
+	Store struct {
+		Pastes int64 `json:"pastes"`
+	} `json:"store"`
+}
+
+func (b *bench) status(n *pnode) (status, error) {
+	var st status
+	resp, err := b.hc.Get(n.url + "/api/v1/status")
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, errors.New(resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// create posts content to n and returns the new paste's id.
+func (b *bench) create(n *pnode, content []byte) (string, error) {
+	resp, err := b.hc.Post(n.url+"/", "application/octet-stream", bytes.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("create: %s", resp.Status)
+	}
+	return resp.Header.Get("X-Paste-Id"), nil
+}
+
+// fill creates pastes of 1 KiB on n, each different, until it holds
+// total, from 32 clients at once, and returns the ids it made.
+func (b *bench) fill(ctx context.Context, n *pnode, total int) ([]string, error) {
+	ids := make([]string, total)
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			body := bytes.Clone(b.content)
+			for i := next.Add(1) - 1; i < int64(total) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				copy(body, fmt.Sprintf("%09d ", i))
+				id, err := b.create(n, body)
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				ids[i] = id
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return ids, firstErr
+}
+
+// cluster starts three nodes that form one cluster and returns them once
+// every one is ready.
+func (b *bench) cluster(ctx context.Context) ([]*pnode, error) {
+	seeds, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []*pnode
+	for i := range 3 {
+		ports, err := freePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("c%d", i+1)
+		n := &pnode{name: name, url: "http://" + ports[0]}
+		n.args = []string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
+			"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", seeds[i],
+			"--join", strings.Join(seeds, ","), "--bootstrap-expect", "3", "--log-level", "warn"}
+		if err := b.restart(n); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		if err := b.ready(ctx, n, 60*time.Second); err != nil {
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// follower returns a node of nodes that is a Raft follower.
+func (b *bench) follower(nodes []*pnode) (*pnode, error) {
+	for _, n := range nodes {
+		st, err := b.status(n)
+		if err == nil && strings.EqualFold(st.Node.State, "follower") {
+			return n, nil
+		}
+	}
+	return nil, errors.New("no follower in the cluster")
+}
+
+// insecureClient trusts any certificate, for the bench's self-signed one.
+func insecureClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// all measures every row, in the order.
+func (b *bench) all(ctx context.Context) ([]row, error) {
+	content := make([]byte, 768)
+	rand.Read(content)
+	b.content = []byte(base64.StdEncoding.EncodeToString(content)) // 1024 bytes of text
+
+	b.say("single node: starting and loading %d pastes", b.pastes)
+	live, err := b.startNode("live")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx, live, 30*time.Second); err != nil {
+		return nil, err
+	}
+	if b.id, err = b.create(live, b.content); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ids, err := b.fill(ctx, live, b.pastes-1)
+	if err != nil {
+		return nil, fmt.Errorf("load pastes: %w", err)
+	}
+	b.say("loaded in %s", time.Since(start).Round(time.Second/10))
+	ids = append(ids, b.id)
+	rss, err := b.rssRow(live)
+	if err != nil {
+		return nil, err
+	}
+	restart, err := b.restartRow(ctx, live, ids)
+	if err != nil {
+		return nil, err
+	}
+	export, cdb := b.exportRow(ctx, live)
+
+	reads, err := b.readRows(ctx, live, cdb)
+	if err != nil {
+		return nil, err
+	}
+	creates, err := b.createRow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []row{reads[0], reads[1], reads[2], reads[3], creates, rss, restart, reads[4], reads[5], export}, nil
+}
+
+// rssRow is the node's resident memory over the content bytes it holds.
+func (b *bench) rssRow(n *pnode) (row, error) {
+	r := row{figure: fmt.Sprintf("RSS of one node with %d pastes of 1 KiB, over the content bytes", b.pastes),
+		target: "<= 1.5x content + 64 MiB"}
+	rss, err := rssBytes(n.cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	content := int64(b.pastes) * int64(len(b.content))
+	r.ours = fmt.Sprintf("%.0f MiB (%.0f B/paste)", float64(rss)/(1<<20), float64(rss)/float64(b.pastes))
+	r.peer = fmt.Sprintf("%.0f MiB content", float64(content)/(1<<20))
+	r.ratio = float64(rss) / float64(content)
+	r.met = metOrMiss(float64(rss) <= 1.5*float64(content)+64<<20)
+	return r, nil
+}
+
+// restartRow stops the node with SIGTERM, starts it again and times until
+// it is ready and holds every paste; then it checks that a sample of the
+// pastes reads back, outside the timing.
+func (b *bench) restartRow(ctx context.Context, n *pnode, ids []string) (row, error) {
+	b.say("restart with %d pastes", len(ids))
+	r := row{figure: fmt.Sprintf("restart (SIGTERM, start, /readyz and every paste back), per 100k pastes; %d pastes", len(ids)),
+		target: "<= 0.5 s per 100k"}
+	start := time.Now()
+	b.procs.stop(n.cmd, time.Minute)
+	if err := b.restart(n); err != nil {
+		return r, err
+	}
+	if err := b.ready(ctx, n, 5*time.Minute); err != nil {
+		return r, err
+	}
+	err := waitFor(ctx, 5*time.Minute, "every paste back", func() error {
+		st, err := b.status(n)
+		if err == nil && st.Store.Pastes < int64(len(ids)) {
+			err = fmt.Errorf("%d of %d pastes", st.Store.Pastes, len(ids))
+		}
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	took := time.Since(start)
+	for i := 0; i < len(ids); i += max(1, len(ids)/1000) {
+		resp, err := b.hc.Get(n.url + "/raw/" + ids[i])
+		if err != nil {
+			return r, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return r, fmt.Errorf("after the restart /raw/%s is %s", ids[i], resp.Status)
+		}
+	}
+	per := took.Seconds() * 100_000 / float64(len(ids))
+	r.ours = fmt.Sprintf("%.2f s (%.2f s in all)", per, took.Seconds())
+	r.ratio = -1
+	r.met = metOrMiss(per <= 0.5)
+	return r, nil
+}
+
+// exportRow runs pastectl export with its default flags and returns the
+// file for the mirror, or "" when the export failed.
+func (b *bench) exportRow(ctx context.Context, n *pnode) (row, string) {
+	b.say("pastectl export")
+	r := row{figure: fmt.Sprintf("pastectl export with its default flags, %d pastes", b.pastes),
+		target: "succeeds; >= 30k pastes/s", ratio: -1}
+	file := filepath.Join(b.tmp, "export.cdb")
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, filepath.Join(b.bin, "pastectl"), "--addr", n.url, "export", "--out", file).CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		r.ours, r.met = "failed: "+strings.TrimSpace(string(out)), "MISS"
+		return r, ""
+	}
+	var pastes int
+	fmt.Sscanf(string(out), "exported %d pastes", &pastes)
+	rate := float64(pastes) / took.Seconds()
+	r.ours = fmt.Sprintf("ok, %.0f pastes/s (%.1f s)", rate, took.Seconds())
+	r.met = metOrMiss(pastes == b.pastes && rate >= 30_000)
+	return r, file
+}
+
+// readRows measures the read rows: raw reads on the live node, the mirror,
+// the bare handler, nginx and kawipiko, over HTTP and HTTPS, then 1,000
+// connections on the live node and the bare handler.
+func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, error) {
+	t, err := b.readTargets(ctx, live, cdb)
+	if err != nil {
+		return nil, err
+	}
+	b.say("reads: %d rounds", b.rounds)
+	byName, err := b.runRounds(ctx, t, b.conns, false)
+	if err != nil {
+		return nil, err
+	}
+	b.say("1,000 connections: %d rounds", b.rounds)
+	wide, err := b.runRounds(ctx, []target{t[0], t[1]}, 1000, true)
+	if err != nil {
+		return nil, err
+	}
+	rows := []row{
+		ratioRow("GET /raw/{id}, 1 KiB, live node vs bare net/http", byName["live"], byName["bare"], 0.95),
+		ratioRow("same read on pastenode mirror vs bare net/http", byName["mirror"], byName["bare"], 0.95),
+		ratioRow("reference: live vs nginx (2 workers, static file)", byName["live"], byName["nginx"], 0),
+		ratioRow("reference: mirror vs kawipiko-server on our export", byName["mirror"], byName["kawipiko"], 0),
+		ratioRow("HTTPS read (keep-alive), live vs nginx, same certificate", byName["live-tls"], byName["nginx-tls"], 0),
+		p99Row("1,000 connections, live vs bare: p99", wide["live"], wide["bare"]),
+	}
+	return rows, nil
+}
+
+// target is one server a read load runs against.
+type target struct {
+	name, url string
+}
+
+// readTargets starts the servers the read rows compare and returns them,
+// the live node first and the bare handler second.
+func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]target, error) {
+	www := filepath.Join(b.tmp, "www")
+	file := filepath.Join(www, "raw", b.id)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(file, b.content, 0o644); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	bare, err := b.procs.start("bare", filepath.Join(b.bin, "bare"), "--addr", ports[0], "--file", file)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, 10*time.Second, "bare", func() error {
+		if err := b.procs.exitedEarly(bare); err != nil {
+			return err
+		}
+		return httpOK(b.hc, "http://"+ports[0]+"/")()
+	}); err != nil {
+		return nil, err
+	}
+	cert, key, err := selfSigned(b.tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.startNginx(ctx, www, ports[1], ports[2], cert, key); err != nil {
+		return nil, err
+	}
+	tls, err := b.startNode("tls", "--tls-cert", cert, "--tls-key", key)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx, tls, 30*time.Second); err != nil {
+		return nil, err
+	}
+	tlsID, err := b.create(tls, b.content)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(www, "raw", tlsID), b.content, 0o644); err != nil {
+		return nil, err
+	}
+	t := []target{
+		{"live", live.url + "/raw/" + b.id},
+		{"bare", "http://" + ports[0] + "/raw/" + b.id},
+		{"nginx", "http://" + ports[1] + "/raw/" + b.id},
+		{"live-tls", tls.url + "/raw/" + tlsID},
+		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID},
+	}
+	if cdb == "" {
+		return t, nil
+	}
+	mirror, err := b.procs.start("mirror", filepath.Join(b.bin, "pastenode"), "mirror", "--cdb", cdb, "--http-addr", ports[3])
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, time.Minute, "mirror", httpOK(b.hc, "http://"+ports[3]+"/raw/"+b.id)); err != nil {
+		return nil, fmt.Errorf("%w (%v)", err, b.procs.exitedEarly(mirror))
+	}
+	t = append(t, target{"mirror", "http://" + ports[3] + "/raw/" + b.id})
+	kawipiko, err := b.startKawipiko(ctx, cdb)
+	if err != nil || kawipiko == "" {
+		return t, err
+	}
+	return append(t, target{"kawipiko", kawipiko + "/raw/" + b.id}), nil
+}
+
+// runRounds runs wrk against every target once per round, rotating the
+// order each round, and returns each target's runs by name.
+func (b *bench) runRounds(ctx context.Context, targets []target, conns int, latency bool) (map[string][]wrkResult, error) {
+	res := map[string][]wrkResult{}
+	for round := range b.rounds {
+		for i := range targets {
+			t := targets[(i+round)%len(targets)]
+			r, err := runWrk(ctx, load{url: t.url, conns: conns, duration: b.duration, latency: latency})
+			if err != nil {
+				return nil, err
+			}
+			res[t.name] = append(res[t.name], r)
+		}
+	}
+	return res, nil
+}
+
+// startKawipiko serves cdb with kawipiko-server when it is installed and
+// returns its base URL, or "" when it is not.
+func (b *bench) startKawipiko(ctx context.Context, cdb string) (string, error) {
+	path, err := exec.LookPath("kawipiko-server")
+	if err != nil {
+		return "", nil
+	}
+	addr, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	if _, err := b.procs.start("kawipiko", path, "--archive", cdb, "--archive-mmap", "--index-all", "--bind", addr); err != nil {
+		return "", err
+	}
+	return "http://" + addr, waitFor(ctx, time.Minute, "kawipiko-server", httpOK(b.hc, "http://"+addr+"/raw/"+b.id))
+}
+
+// createRow compares 1 KiB creates through a follower of a 3-node
+// pastenode cluster with 1 KiB puts through a follower of a 3-member etcd.
+func (b *bench) createRow(ctx context.Context) (row, error) {
+	b.say("3-node pastenode cluster and 3-member etcd")
+	nodes, err := b.cluster(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	follower, err := b.follower(nodes)
+	if err != nil {
+		return row{}, err
+	}
+	etcd, err := b.startEtcd(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	ours := filepath.Join(b.tmp, "create.lua")
+	theirs := filepath.Join(b.tmp, "etcd.lua")
+	if err := os.WriteFile(ours, []byte(countScript(201, "POST", "application/octet-stream", string(b.content))), 0o644); err != nil {
+		return row{}, err
+	}
+	if err := os.WriteFile(theirs, []byte(etcdPutScript(base64.StdEncoding.EncodeToString(b.content))), 0o644); err != nil {
+		return row{}, err
+	}
+	b.say("creates: %d rounds", b.rounds)
+	res := map[string][]wrkResult{}
+	for round := range b.rounds {
+		for i := range 2 {
+			l := load{url: follower.url + "/", conns: b.conns, duration: b.duration, script: ours}
+			name := "pastenode"
+			if (i+round)%2 == 1 {
+				l.url, l.script, name = etcd+"/v3/kv/put", theirs, "etcd"
+			}
+			r, err := runWrk(ctx, l)
+			if err != nil {
+				return row{}, err
+			}
+			res[name] = append(res[name], r)
+		}
+	}
+	r := ratioRow("1 KiB creates through a follower of 3 nodes vs etcd 3.4 puts through a follower's gateway", res["pastenode"], res["etcd"], 2.0)
+	bad := sumBad(res["pastenode"])
+	r.ours += fmt.Sprintf(", %d non-201", bad)
+	r.peer += fmt.Sprintf(", %d non-200", sumBad(res["etcd"]))
+	r.target = ">= 2.0x, zero non-201"
+	if bad != 0 {
+		r.met = "MISS"
+	}
+	return r, nil
+}
+
+func sumBad(rs []wrkResult) int64 {
+	var n int64
+	for _, r := range rs {
+		n += max(r.bad, 0) + r.errors
+	}
+	return n
+}
