@@ -187,16 +187,7 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if err != nil {
 		return nil, err
 	}
-	bare, err := b.procs.start("bare", filepath.Join(b.bin, "bare"), "--addr", ports[0], "--file", file)
-	if err != nil {
-		return nil, err
-	}
-	if err := waitFor(ctx, 10*time.Second, "bare", func() error {
-		if err := b.procs.exitedEarly(bare); err != nil {
-			return err
-		}
-		return httpOK(b.hc, "http://"+ports[0]+"/")()
-	}); err != nil {
+	if err := b.startBare(ctx, ports[0], file); err != nil {
 		return nil, err
 	}
 	cert, key, err := selfSigned(b.tmp)
@@ -243,6 +234,20 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 		return t, err
 	}
 	return append(t, target{"kawipiko", kawipiko + "/raw/" + b.id}), nil
+}
+
+// startBare serves file with bench/bare on addr.
+func (b *bench) startBare(ctx context.Context, addr, file string) error {
+	bare, err := b.procs.start("bare", filepath.Join(b.bin, "bare"), "--addr", addr, "--file", file)
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, 10*time.Second, "bare", func() error {
+		if err := b.procs.exitedEarly(bare); err != nil {
+			return err
+		}
+		return httpOK(b.hc, "http://"+addr+"/")()
+	})
 }
 
 // runRounds runs wrk against every target once per round, rotating the
