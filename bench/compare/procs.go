@@ -33,7 +33,9 @@ func (p *procs) start(log, name string, args ...string) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Should the bench itself be killed, the kernel still stops what it
+	// started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
