@@ -2,7 +2,9 @@
 // that a node sends and that its clients read. Server (api, mirror) and client
 // (client, pastectl) share them, so both sides agree on one definition. Beside
 // them sits FormatSize, the one way both the web pages and pastectl show a
-// byte count. The package imports nothing but the standard library.
+// byte count, and the backup file's container (BackupWriter, VerifyBackup),
+// which the server writes and pastectl and restore check. The package imports
+// nothing but the standard library.
 package pastenode
 
 import "time"

@@ -1,6 +1,6 @@
 // Package api serves pastenode's HTTP contract on a live node: creates,
 // reads, burns and deletes, the web UI's pages, health and metrics, and the
-// admin calls (status, join, remove, export, snapshot). The typed
+// admin calls (status, join, remove, export, snapshot, backup). The typed
 // client of the same contract is the client package.
 //
 // The handlers call small interfaces declared here, Store (the replicated
@@ -156,6 +156,7 @@ func (s *Server) routes() {
 	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
 	r.Handle("/api/v1/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
 	r.Handle("/api/v1/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
+	r.Handle("/api/v1/backup", s.admin(s.handleBackup)).Methods(http.MethodGet).Name("backup")
 	s.pprofRoutes(r)
 
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")

@@ -113,6 +113,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.removeCommand(),
 		c.exportCommand(),
 		c.snapshotCommand(),
+		c.backupCommand(),
 		c.healthCommand(),
 	)
 	return root

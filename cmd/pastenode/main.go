@@ -1,6 +1,7 @@
 // Command pastenode runs one node of a pastenode cluster: the Raft-replicated
 // paste store, its HTTP API and web UI. `pastenode mirror` serves an
-// exported CDB file read-only instead.
+// exported CDB file read-only instead; `pastenode restore` prepares a data
+// dir from a backup.
 package main
 
 import (
@@ -49,6 +50,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		return runMirror(ctx, cfg, cfg.log.logger(stderr))
+	}
+	if len(args) > 0 && args[0] == "restore" {
+		cfg, err := parseRestoreFlags(args[1:], os.LookupEnv, stderr)
+		if err != nil {
+			return err
+		}
+		return runRestore(cfg, os.Stdout)
 	}
 	cfg, err := parseFlags(args, os.LookupEnv, stderr)
 	if err != nil {
