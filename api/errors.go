@@ -38,6 +38,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, "wrong delete token"
 	case errors.Is(err, node.ErrNoLeader):
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
+	case errors.Is(err, node.ErrStorageFull):
+		return http.StatusInsufficientStorage, err.Error()
 	case errors.Is(err, node.ErrClosed):
 		return http.StatusServiceUnavailable, "node is shutting down, retry on another node"
 	case errors.Is(err, cluster.ErrUnknownNode):
@@ -55,6 +57,8 @@ func statusOf(err error) (int, string) {
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := statusOf(err)
 	switch {
+	case code == http.StatusInsufficientStorage:
+		s.log.Debug("create refused", "err", err) // the node logs the change of state
 	case code == http.StatusServiceUnavailable:
 		s.log.Debug("unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	case code >= 500:

@@ -68,6 +68,12 @@ type Config struct {
 	TrailingLogs      uint64
 	SnapshotBytes     int64         // snapshot after this many bytes applied
 	WriteHold         time.Duration // how long a write waits out an election
+	// StorageReserve is the free space the data dir's file system keeps
+	// for deletes, burns, expiry and Raft itself: creates are refused with
+	// ErrStorageFull below it. Zero takes the default, 32 MiB; negative
+	// turns the check off (creates are then refused only after a write
+	// failed for want of space).
+	StorageReserve int64
 }
 
 // Validate checks c and changes nothing; New fills in the defaults first.
@@ -134,6 +140,10 @@ func (c Config) withDefaults() Config {
 	if c.WriteHold == 0 {
 		c.WriteHold = 7 * time.Second
 	}
+	if c.StorageReserve == 0 {
+		c.StorageReserve = 32 << 20
+	}
+	c.StorageReserve = max(c.StorageReserve, 0)
 	return c
 }
 
@@ -160,6 +170,8 @@ type Node struct {
 	client *http.Client
 	newID  func() string // draws paste ids; tests replace it
 
+	storage *storageGuard
+
 	notify      chan bool
 	closing     atomic.Bool
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
@@ -177,12 +189,13 @@ func New(cfg Config) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Node{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "node"),
-		fsm:    fsm.New(),
-		newID:  newPasteID,
-		notify: make(chan bool, 16),
-		stop:   make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "node"),
+		fsm:     fsm.New(),
+		newID:   newPasteID,
+		storage: newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
+		notify:  make(chan bool, 16),
+		stop:    make(chan struct{}),
 	}, nil
 }
 
@@ -242,7 +255,8 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("check raft state: %w", err)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.bolt, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.fsm, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
+		guardedSnapshots{snaps, n.storage}, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

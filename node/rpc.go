@@ -56,6 +56,9 @@ func decodeError(code, msg string) error {
 	if code == "" && msg == "" {
 		return nil
 	}
+	if code == "storage_full" {
+		return fmt.Errorf("%w (on the leader)", remoteStorageFull(msg))
+	}
 	if err, ok := errorCodes[code]; ok {
 		return err
 	}
@@ -98,6 +101,8 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		reply.Err = "closed"
 	} else if n.raft.State() != raft.Leader {
 		reply.Err = "not_leader"
+	} else if err := n.admitForwarded(data); err != nil {
+		reply.Err, reply.Msg = "storage_full", err.Error()
 	} else if res, index, err := n.applyLocal(r.Context(), data); err != nil {
 		reply.Err, reply.Msg = errorCode(err), err.Error()
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pastenode/pastenode/fsm"
@@ -38,7 +39,13 @@ type CreateRequest struct {
 // the same values, and a retry through an election carries the same request
 // id, so the paste is created at most once. When the id is taken, Create
 // draws another, with a new request id.
+//
+// While the data dir is (nearly) full, Create returns an error wrapping
+// ErrStorageFull at once, without proposing anything.
 func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error) {
+	if err := n.storage.admit(); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	p := fsm.Paste{
 		Content:   req.Content,
@@ -58,6 +65,9 @@ func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error
 		created, err := n.run(ctx, &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: &attempt})
 		if errors.Is(err, fsm.ErrExists) {
 			continue
+		}
+		if err != nil && !errors.Is(err, ErrStorageFull) && noSpace(err) {
+			err = fmt.Errorf("%w: the Raft log could not store the paste: %v", ErrStorageFull, err)
 		}
 		return created, err
 	}

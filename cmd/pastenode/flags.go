@@ -35,13 +35,14 @@ type config struct {
 	TLSKey          string
 	RateLimit       int
 	CreateTokens    string
+	StorageReserve  int64 // -1: off
 	Log             logConfig
 	TimeScale       float64
 }
 
 // flagText holds the flags that config keeps in parsed form, as given.
 type flagText struct {
-	join, maxSize, maxExpire, key string
+	join, maxSize, maxExpire, key, reserve string
 }
 
 // parseFlags reads the command line, then the PASTE_* environment for every
@@ -93,6 +94,7 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
 	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
 	fs.StringVar(&c.CreateTokens, "create-tokens", "", "file of tokens that creates need, one TOKEN or NAME:TOKEN a line; re-read when it changes (default: anyone may create)")
+	fs.StringVar(&text.reserve, "storage-reserve", "32MiB", "free space the data dir keeps for deletes and Raft: creates get 507 below it; 0: off")
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 }
 
@@ -106,6 +108,12 @@ func (c *config) parseText(text flagText) error {
 	var err error
 	if c.MaxPasteSize, err = parseSize(text.maxSize); err != nil {
 		return badFlag("max-paste-size", err)
+	}
+	c.StorageReserve = -1
+	if text.reserve != "0" {
+		if c.StorageReserve, err = parseSize(text.reserve); err != nil {
+			return badFlag("storage-reserve", err)
+		}
 	}
 	if text.maxExpire != "0" {
 		if c.MaxExpire, err = api.ParseDuration(text.maxExpire); err != nil {

@@ -54,6 +54,7 @@ func registerNodeMetrics(reg prometheus.Registerer, n *node.Node, cl *cluster.Cl
 		&peerCollector{cl: cl},
 		&diskCollector{dir: dataDir},
 	}
+	collectors = append(collectors, storageMetrics(n)...)
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return err

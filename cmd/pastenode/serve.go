@@ -74,6 +74,7 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		ClusterKey:      c.ClusterKey,
 		Logger:          log,
 		TimeScale:       c.TimeScale,
+		StorageReserve:  c.StorageReserve,
 	}
 }
 

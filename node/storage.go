@@ -1,0 +1,223 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// ErrStorageFull means a create was refused because the data dir's file
+// system is full, or nearly: the API answers 507 Insufficient Storage. Its
+// text, after the sentinel's, says why in one line.
+var ErrStorageFull = errors.New("insufficient storage")
+
+// storageGuard keeps creates from reaching a log store that cannot write
+// them. Hashicorp/raft's leader steps down when its log store fails, then
+// keeps starting elections it cannot persist: every create that reaches a
+// full disk costs the cluster its leader. So the guard refuses creates
+// while the data dir has less than the reserve free, checked on every
+// create, leaving the reserve to deletes, burns, expiry and Raft's own
+// entries; and when a store write fails for want of space anyway, it
+// refuses creates until the free space has grown well past what it was.
+type storageGuard struct {
+	dir     string
+	reserve int64
+	log     *slog.Logger
+	free    func(dir string) (int64, bool) // the free bytes, if known
+
+	errors  atomic.Int64 // store writes that failed for want of space
+	refused atomic.Int64 // creates refused
+	full    atomic.Bool  // the last check refused
+
+	mu      sync.Mutex
+	needed  int64 // after a failed write: the free bytes to wait for
+	lastErr string
+}
+
+func newStorageGuard(dir string, reserve int64, log *slog.Logger) *storageGuard {
+	return &storageGuard{dir: dir, reserve: reserve, log: log, free: diskFree}
+}
+
+// admit returns nil if a create may go ahead, or an error wrapping
+// ErrStorageFull that says why not.
+func (g *storageGuard) admit() error {
+	reason, _ := g.check()
+	if reason == "" {
+		return nil
+	}
+	g.refused.Add(1)
+	return fmt.Errorf("%w: %s; free space or grow the disk, creates resume by themselves", ErrStorageFull, reason)
+}
+
+// check looks at the free space now and returns why creates are refused,
+// or "" when they are not, and the free bytes (-1: unknown).
+func (g *storageGuard) check() (reason string, free int64) {
+	free, ok := g.free(g.dir)
+	if !ok {
+		free = -1
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	need := max(g.reserve, g.needed)
+	switch {
+	case !ok && g.needed > 0:
+		reason = "the last write to the data dir failed: " + g.lastErr
+	case ok && free < need:
+		reason = fmt.Sprintf("the data dir has %s free, creates need %s", pastenode.FormatSize(free), pastenode.FormatSize(need))
+		if g.needed > g.reserve {
+			reason += " (a write failed for want of space: " + g.lastErr + ")"
+		}
+	}
+	if reason == "" {
+		g.needed = 0
+		if g.full.Swap(false) {
+			g.log.Info("storage: space is back, creates are accepted again", "free", free)
+		}
+		return "", free
+	}
+	if !g.full.Swap(true) {
+		g.log.Warn("storage: refusing creates", "reason", reason)
+	}
+	return reason, free
+}
+
+// failed records a store write error. An error for want of space refuses
+// creates until the free space is twice what it was now plus the reserve.
+func (g *storageGuard) failed(err error) {
+	if err == nil || !noSpace(err) {
+		return
+	}
+	g.errors.Add(1)
+	free, _ := g.free(g.dir)
+	g.mu.Lock()
+	g.needed = max(g.needed, 2*free+g.reserve)
+	g.lastErr = err.Error()
+	g.mu.Unlock()
+	g.full.Store(true)
+	g.log.Error("storage: a write failed for want of space; refusing creates", "err", err, "free", free)
+}
+
+// noSpace reports whether err means the file system is full. Bolt does not
+// always keep the errno in its chain, so the text counts too.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		strings.Contains(err.Error(), "no space left on device")
+}
+
+// StorageStats says whether creates are refused for want of space, how
+// many were, and how many store writes failed for want of space.
+type StorageStats struct {
+	Full         bool
+	Reason       string // why creates are refused, if they are
+	Refused      int64
+	WriteErrors  int64
+	ReserveBytes int64
+	FreeBytes    int64 // -1: unknown
+}
+
+// Storage returns the storage guard's figures, the free space checked now.
+func (n *Node) Storage() StorageStats {
+	g := n.storage
+	reason, free := g.check()
+	return StorageStats{
+		Full: reason != "", Reason: reason, Refused: g.refused.Load(), WriteErrors: g.errors.Load(),
+		ReserveBytes: g.reserve, FreeBytes: free,
+	}
+}
+
+// guardedLogs reports the write errors of a log store to the guard.
+type guardedLogs struct {
+	raft.LogStore
+	g *storageGuard
+}
+
+func (l guardedLogs) StoreLog(log *raft.Log) error {
+	err := l.LogStore.StoreLog(log)
+	l.g.failed(err)
+	return err
+}
+
+func (l guardedLogs) StoreLogs(logs []*raft.Log) error {
+	err := l.LogStore.StoreLogs(logs)
+	l.g.failed(err)
+	return err
+}
+
+// guardedStable reports the write errors of a stable store to the guard.
+type guardedStable struct {
+	raft.StableStore
+	g *storageGuard
+}
+
+func (s guardedStable) Set(key, val []byte) error {
+	err := s.StableStore.Set(key, val)
+	s.g.failed(err)
+	return err
+}
+
+func (s guardedStable) SetUint64(key []byte, val uint64) error {
+	err := s.StableStore.SetUint64(key, val)
+	s.g.failed(err)
+	return err
+}
+
+// guardedSnapshots reports the write errors of snapshots to the guard.
+type guardedSnapshots struct {
+	raft.SnapshotStore
+	g *storageGuard
+}
+
+func (s guardedSnapshots) Create(version raft.SnapshotVersion, index, term uint64,
+	conf raft.Configuration, confIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.SnapshotStore.Create(version, index, term, conf, confIndex, trans)
+	s.g.failed(err)
+	if err != nil {
+		return nil, err
+	}
+	return guardedSink{sink, s.g}, nil
+}
+
+type guardedSink struct {
+	raft.SnapshotSink
+	g *storageGuard
+}
+
+func (s guardedSink) Write(p []byte) (int, error) {
+	n, err := s.SnapshotSink.Write(p)
+	s.g.failed(err)
+	return n, err
+}
+
+func (s guardedSink) Close() error {
+	err := s.SnapshotSink.Close()
+	s.g.failed(err)
+	return err
+}
+
+// admitForwarded checks a command forwarded to this leader: a create is
+// refused while this node's storage is full, like a local one.
+func (n *Node) admitForwarded(data []byte) error {
+	cmd, err := fsm.Decode(data)
+	if err != nil || cmd.Type != fsm.TypeCreate {
+		return nil
+	}
+	return n.storage.admit()
+}
+
+// remoteStorageFull turns the leader's storage_full reply text back into an
+// error wrapping ErrStorageFull.
+func remoteStorageFull(msg string) error {
+	if reason, ok := strings.CutPrefix(msg, ErrStorageFull.Error()+": "); ok {
+		return fmt.Errorf("%w: %s", ErrStorageFull, reason)
+	}
+	return fmt.Errorf("%w: %s", ErrStorageFull, msg)
+}

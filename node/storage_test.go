@@ -1,0 +1,68 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestStorageGuard(t *testing.T) {
+	free := int64(100 << 20)
+	g := newStorageGuard("/data", 8<<20, slog.New(slog.DiscardHandler))
+	g.free = func(string) (int64, bool) { return free, true }
+
+	if err := g.admit(); err != nil {
+		t.Fatalf("100 MiB free, 8 MiB reserve: %v", err)
+	}
+	free = 7 << 20
+	err := g.admit()
+	if !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "7 MiB free") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("below the reserve: got %v, want a one-line ErrStorageFull with the free space", err)
+	}
+	if st := (&Node{storage: g}).Storage(); !st.Full || st.Refused != 1 {
+		t.Errorf("stats %+v: want full with 1 refused", st)
+	}
+	free = 9 << 20
+	if err := g.admit(); err != nil {
+		t.Fatalf("back above the reserve: %v", err)
+	}
+
+	// A write that fails for want of space anyway raises the bar to twice
+	// the free space then, plus the reserve.
+	g.failed(errors.New("some other error"))
+	g.failed(fmt.Errorf("unable to store logs: %w", &fs.PathError{Op: "write", Path: "raft.db", Err: syscall.ENOSPC}))
+	if g.errors.Load() != 1 {
+		t.Errorf("write errors counted: %d, want 1 (only the one for want of space)", g.errors.Load())
+	}
+	free = 20 << 20
+	if err := g.admit(); !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "a write failed") {
+		t.Fatalf("20 MiB free after a failed write at 9 MiB: got %v, want refused until 26 MiB", err)
+	}
+	free = 26 << 20
+	if err := g.admit(); err != nil {
+		t.Fatalf("26 MiB free: %v", err)
+	}
+	if st := (&Node{storage: g}).Storage(); st.Full {
+		t.Errorf("stats %+v: want not full", st)
+	}
+}
+
+func TestNoSpace(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&fs.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, true},
+		{errors.New(`unable to store logs within log store, err: "write raft.db: no space left on device"`), true},
+		{syscall.EDQUOT, true},
+		{syscall.EIO, false},
+	} {
+		if got := noSpace(tc.err); got != tc.want {
+			t.Errorf("noSpace(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
