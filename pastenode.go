@@ -64,6 +64,15 @@ type NodeStatus struct {
 	AppliedIndex  uint64 `json:"applied_index"`
 	LastContactMs int64  `json:"last_contact_ms"`
 	Version       string `json:"version"`
+	// UptimeS is how long the node has been serving, in seconds.
+	UptimeS float64 `json:"uptime_s"`
+	// Ready is what /readyz says; ReadyReason why not, when not.
+	Ready       bool   `json:"ready"`
+	ReadyReason string `json:"ready_reason,omitempty"`
+	// StorageFull is set while the node refuses creates with 507;
+	// StorageReason says why.
+	StorageFull   bool   `json:"storage_full,omitempty"`
+	StorageReason string `json:"storage_reason,omitempty"`
 }
 
 // Member is one node of the cluster as this node sees it, merged from the

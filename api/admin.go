@@ -19,7 +19,13 @@ import (
 	"github.com/pastenode/pastenode/ui"
 )
 
-// handleStatus is GET /api/v1/status.
+// storageStore is a Store that reports its storage guard (*node.Node).
+type storageStore interface {
+	Storage() node.StorageStats
+}
+
+// handleStatus is GET /api/v1/status: the answering node's own view, for
+// pastectl status, which asks every member.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	in := s.cfg.Store.Info()
 	st := pastenode.Status{
@@ -32,8 +38,18 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 			AppliedIndex:  in.AppliedIndex,
 			LastContactMs: in.LastContact.Milliseconds(),
 			Version:       s.cfg.Version,
+			UptimeS:       time.Since(s.started).Round(time.Millisecond).Seconds(),
+			Ready:         true,
 		},
 		Members: []pastenode.Member{},
+	}
+	if err := s.cfg.Store.Ready(); err != nil {
+		st.Node.Ready, st.Node.ReadyReason = false, err.Error()
+	}
+	if ss, ok := s.cfg.Store.(storageStore); ok {
+		if full := ss.Storage(); full.Full {
+			st.Node.StorageFull, st.Node.StorageReason = true, full.Reason
+		}
 	}
 	if in.LastContact < 0 {
 		st.Node.LastContactMs = -1

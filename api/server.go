@@ -106,6 +106,7 @@ type Server struct {
 	metrics *metrics
 	limiter *limiter
 	tokens  *createTokens // nil: anyone may create
+	started time.Time
 }
 
 // NewServer returns the API for cfg.
@@ -118,6 +119,7 @@ func NewServer(cfg Config) (*Server, error) {
 		log:     cfg.Logger.With("component", "api"),
 		router:  mux.NewRouter(),
 		limiter: newLimiter(cfg.RateLimit),
+		started: time.Now(),
 	}
 	s.metrics = newMetrics(cfg.Store)
 	if cfg.CreateTokensFile != "" {

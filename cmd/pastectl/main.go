@@ -62,6 +62,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "pastectl: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	var coded codeError
+	if errors.As(err, &coded) {
+		return coded.code
+	}
 	var failed failedError
 	if errors.As(err, &failed) {
 		return exitFailed
@@ -88,7 +92,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		Short: "Command-line client of a pastenode cluster",
 		Long: "pastectl creates, reads and deletes pastes and runs the admin calls of a\n" +
 			"pastenode cluster. Exit codes: 0 success, 1 the server said no or could\n" +
-			"not be reached, 2 usage error.",
+			"not be reached, 2 usage error, 3 (status only) the cluster is degraded.",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: c.resolveFlags,

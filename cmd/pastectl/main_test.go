@@ -356,56 +356,6 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-func TestStatus(t *testing.T) {
-	f, url := newFake(t)
-
-	code, stdout, stderr := pastectl(t, "", "--addr", url, "status")
-	if code != 0 || stderr != "" {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
-	}
-	rows := map[string][]string{} // member id -> row fields
-	for _, line := range strings.Split(stdout, "\n") {
-		fields := strings.Fields(strings.TrimPrefix(line, "*"))
-		if len(fields) > 0 && strings.HasPrefix(fields[0], "n") {
-			rows[fields[0]] = fields
-			if strings.HasPrefix(line, "*") != (fields[0] == "n1") {
-				t.Errorf("leader mark on the wrong row: %q", line)
-			}
-		}
-	}
-	want := map[string]string{
-		"n1": "n1 10.0.0.1:8080 leader voter alive - 25ms",
-		"n2": "n2 10.0.0.2:8080 follower voter alive 41 -",
-		"n3": "n3 10.0.0.3:8080 follower nonvoter suspect - -",
-	}
-	for id, w := range want {
-		if got := strings.Join(rows[id], " "); got != w {
-			t.Errorf("row %s: %q, want %q\n%s", id, got, w, stdout)
-		}
-	}
-	for _, s := range []string{"pastes: 12, bytes: 3145728 (3 MiB)", "term: 3, commit index: 42"} {
-		if !strings.Contains(stdout, s) {
-			t.Errorf("stdout lacks %q:\n%s", s, stdout)
-		}
-	}
-
-	code, stdout, _ = pastectl(t, "", "--addr", url, "status", "-o", "json")
-	var st pastenode.Status
-	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || len(st.Members) != 3 {
-		t.Errorf("-o json: exit %d, %v, %q", code, err, stdout)
-	}
-
-	f.status.Node.LeaderID = ""
-	f.status.Members[0].Leader = false
-	code, stdout, stderr = pastectl(t, "", "--addr", url, "status")
-	if code != 1 || stderr != "pastectl: no leader\n" {
-		t.Errorf("no leader: exit %d, stderr %q; want 1, no leader", code, stderr)
-	}
-	if !strings.Contains(stdout, "n3") || strings.Contains(stdout, "*") {
-		t.Errorf("no leader: table %q", stdout)
-	}
-}
-
 func TestUsageErrors(t *testing.T) {
 	_, url := newFake(t)
 	for _, args := range [][]string{
@@ -456,7 +406,7 @@ func TestAdminCalls(t *testing.T) {
 }
 
 func TestAddrFromEnv(t *testing.T) {
-	_, url := newFake(t)
+	url := fakeCluster(t, nil)
 	refused := refusedAddr(t)
 
 	tests := []struct {
