@@ -113,6 +113,9 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 // how far it has got; a var so that tests can shorten it.
 var exportProgressEvery = time.Second
 
+// writeExport builds the archive; a var so that tests can make it slow.
+var writeExport = mirror.WriteExportProgress
+
 // handleExport is GET /api/v1/export.cdb: the archive of mirror.WriteExport. It is
 // built in a temporary file first, so the answer has a Content-Length and
 // the paste count in a header; a HEAD builds it too, to give both. While
@@ -169,7 +172,7 @@ func (s *Server) buildExport(w http.ResponseWriter, r *http.Request, f *os.File,
 	view := s.cfg.Store.View()
 	out := make(chan result, 1)
 	go func() {
-		st, err := mirror.WriteExportProgress(r.Context(), f, view, pages, now, &done)
+		st, err := writeExport(r.Context(), f, view, pages, now, &done)
 		out <- result{st, err}
 	}()
 	tick := time.NewTicker(exportProgressEvery)
