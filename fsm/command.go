@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -122,4 +123,38 @@ func Decode(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: create without a paste", ErrBadCommand)
 	}
 	return &c, nil
+}
+
+// PeekType returns the type of the command in log entry b without decoding
+// the rest of it (a create's content can be large), or 0 if b is not a
+// command.
+func PeekType(b []byte) Type {
+	dec := msgpack.NewDecoder(bytes.NewReader(b))
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return 0
+	}
+	for range n {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return 0
+		}
+		if key == "t" {
+			t, err := dec.DecodeUint8()
+			if err != nil {
+				return 0
+			}
+			return Type(t)
+		}
+		if err := dec.Skip(); err != nil {
+			return 0
+		}
+	}
+	return 0
+}
+
+// Removes reports whether a command of type t may remove a paste, so that
+// its acknowledgement must wait for the read leases (see package node).
+func (t Type) Removes() bool {
+	return t == TypeDelete || t == TypeConsume || t == TypeExpire
 }

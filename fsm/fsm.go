@@ -45,6 +45,7 @@ type state struct {
 	removed *iradix.Tree[int64]    // node id -> when it was removed
 	clock   int64                  // the largest Command.Now applied
 	index   uint64                 // the last log index applied
+	removal uint64                 // the last log index that removed a paste
 	count   int64
 	bytes   int64
 }
@@ -143,6 +144,19 @@ func (f *FSM) Stats() (count, bytes int64) {
 // Index returns the last log index applied.
 func (f *FSM) Index() uint64 { return f.cur.Load().index }
 
+// LastRemoval returns the log index of the last entry applied that removed
+// a paste (a delete, a consume of a burn paste, an expiry), or, after a
+// snapshot was restored, the snapshot's index. The read leases use it: a
+// node that has applied this far has applied every removal this node knows.
+func (f *FSM) LastRemoval() uint64 { return f.cur.Load().removal }
+
+// Changed returns a channel that is closed at the next apply or restore.
+func (f *FSM) Changed() <-chan struct{} {
+	f.nmu.Lock()
+	defer f.nmu.Unlock()
+	return f.changed
+}
+
 // Removed reports whether an operator removed node id from the cluster.
 func (f *FSM) Removed(id string) bool {
 	_, ok := f.cur.Load().removed.Get([]byte(id))
@@ -194,6 +208,7 @@ type txn struct {
 	removed *iradix.Txn[int64]
 	clock   int64
 	index   uint64
+	removal uint64
 	count   int64
 	bytes   int64
 }
@@ -207,6 +222,7 @@ func newTxn(s *state) *txn {
 		removed: s.removed.Txn(),
 		clock:   s.clock,
 		index:   s.index,
+		removal: s.removal,
 		count:   s.count,
 		bytes:   s.bytes,
 	}
@@ -221,6 +237,7 @@ func (t *txn) commit() *state {
 		removed: t.removed.CommitOnly(),
 		clock:   t.clock,
 		index:   t.index,
+		removal: t.removal,
 		count:   t.count,
 		bytes:   t.bytes,
 	}
@@ -339,6 +356,7 @@ func (t *txn) expire(now int64) {
 func (t *txn) remove(p *Paste, ts *Tombstone) {
 	key := []byte(p.ID)
 	t.pastes.Delete(key)
+	t.removal = t.index
 	if p.ExpiresAt != 0 {
 		t.expiry.Delete(timeKey(p.ExpiresAt, p.ID))
 	}

@@ -138,6 +138,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 
 	tx := newTxn(emptyState())
 	tx.index, tx.clock = hdr.Index, hdr.Clock
+	// What the snapshot removed is unknown: count all of it as removals.
+	tx.removal = hdr.Index
 	for i := 0; i < hdr.Pastes; i++ {
 		var p Paste
 		if err := dec.Decode(&p); err != nil {
