@@ -40,6 +40,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
 	case errors.Is(err, node.ErrStorageFull):
 		return http.StatusInsufficientStorage, err.Error()
+	case errors.Is(err, node.ErrUnavailable):
+		return http.StatusServiceUnavailable, "cannot confirm the read with the cluster right now, retry later (or ask for ?stale=true)"
 	case errors.Is(err, node.ErrClosed):
 		return http.StatusServiceUnavailable, "node is shutting down, retry on another node"
 	case errors.Is(err, cluster.ErrUnknownNode):

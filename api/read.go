@@ -23,7 +23,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	d := ui.IndexData{MaxSize: s.cfg.MaxPasteSize, TokenRequired: s.tokens != nil}
 	if id := r.URL.Query().Get("clone"); id != "" {
-		if p, ok := s.cfg.Store.Get(r.Context(), id); ok && !p.Burn && !p.Encrypted {
+		if p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r)); err == nil && !p.Burn && !p.Encrypted {
 			d.Prefill, d.PrefillLang, d.PrefillTitle = string(p.Content), p.Lang, p.Title
 		}
 	}
@@ -40,18 +40,19 @@ func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
-	p, ok := s.cfg.Store.Get(r.Context(), id)
-	if !ok {
-		s.error(w, r, fsm.ErrNotFound)
+	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
 		return
 	}
 	if p.Burn {
+		// Whether the reader gets the content or a 404 is the consume
+		// command's result, decided in the replicated state (G4).
 		if r.Method == http.MethodHead {
 			ui.SetRawHeaders(w.Header(), p)
 			w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
 			return
 		}
-		var err error
 		if p, err = s.cfg.Store.Consume(r.Context(), id); err != nil {
 			s.error(w, r, err)
 			return
@@ -79,13 +80,12 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		s.serveRaw(w, r, id)
 		return
 	}
-	p, ok := s.cfg.Store.Get(r.Context(), id)
-	if !ok {
-		s.error(w, r, fsm.ErrNotFound)
+	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
 		return
 	}
 	s.htmlHeaders(w)
-	var err error
 	if p.Burn {
 		err = s.cfg.UI.BurnNotice(w, ui.PasteOf(p, false))
 	} else {
@@ -118,9 +118,9 @@ func (s *Server) htmlHeaders(w http.ResponseWriter) { ui.SetPageHeaders(w.Header
 
 // handleMeta is GET /api/v1/pastes/{id}: metadata only; it never burns.
 func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.cfg.Store.Get(r.Context(), mux.Vars(r)["id"])
-	if !ok {
-		s.error(w, r, fsm.ErrNotFound)
+	p, err := s.cfg.Store.Read(r.Context(), mux.Vars(r)["id"], wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
 		return
 	}
 	m := ui.MetaOf(p, s.baseURL(r))
@@ -148,4 +148,16 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// wantsStale reports whether the client opted into a stale read, answered
+// from this node's own copy even when it cannot confirm it with the
+// cluster: ?stale=true or the header X-Paste-Stale: true.
+func wantsStale(r *http.Request) bool {
+	v := r.URL.Query().Get("stale")
+	if v == "" {
+		v = r.Header.Get("X-Paste-Stale")
+	}
+	stale, _ := strconv.ParseBool(v)
+	return stale
 }

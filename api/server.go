@@ -37,8 +37,10 @@ type Store interface {
 	Create(ctx context.Context, req node.CreateRequest) (*fsm.Paste, error)
 	// Delete removes a paste with its delete token, or as admin.
 	Delete(ctx context.Context, id, token string, admin bool) error
-	// Get reads a live paste, consistent with every acknowledged write.
-	Get(ctx context.Context, id string) (*fsm.Paste, bool)
+	// Read reads a live paste, consistent with every acknowledged write, or
+	// from the local copy when stale is set. It returns fsm.ErrNotFound or,
+	// when it cannot confirm the answer, node.ErrUnavailable.
+	Read(ctx context.Context, id string, stale bool) (*fsm.Paste, error)
 	// Consume hands out a burn paste exactly once.
 	Consume(ctx context.Context, id string) (*fsm.Paste, error)
 	// View is a consistent view of the whole store, for exports.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -30,9 +29,9 @@ func (s *Server) serveTerminal(w http.ResponseWriter, r *http.Request, id, forma
 			lang = canon
 		} // else a plain-text name, which no lexer has: no colours
 	}
-	p, ok := s.cfg.Store.Get(r.Context(), id)
-	if !ok {
-		s.error(w, r, fsm.ErrNotFound)
+	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
 		return
 	}
 	if p.Burn {

@@ -90,10 +90,10 @@ func TestReadYourWrites(t *testing.T) {
 				want := fmt.Sprintf("%s round %d via %s", tt.name, round, tc.nodes[via].id)
 				id := tt.create(t, via, want)
 				for _, tn := range tc.nodes {
-					p, ok := tn.node.Get(ctx, id)
-					if !ok {
-						t.Fatalf("round %d: %s: Get(%s) right after a create via %s: not found",
-							round, tn.id, id, tc.nodes[via].id)
+					p, err := tn.node.Read(ctx, id, false)
+					if err != nil {
+						t.Fatalf("round %d: %s: Read(%s) right after a create via %s: %v",
+							round, tn.id, id, tc.nodes[via].id, err)
 					}
 					if got := string(p.Content); got != want {
 						t.Fatalf("round %d: %s: Get(%s) = %q, want %q", round, tn.id, id, got, want)
@@ -301,8 +301,8 @@ func TestJoinAndRemove(t *testing.T) {
 	if m, _ := memberOf(tc.nodes[0].cl.Members(), joiner.id); m.Gossip != "alive" && m.Gossip != "suspect" {
 		t.Errorf("the seed sees %s in gossip as %q, want alive", joiner.id, m.Gossip)
 	}
-	if p, ok := joiner.node.Get(ctx, before); !ok || string(p.Content) != "before the join" {
-		t.Fatalf("joiner: Get(%s) = %v, %v; want the paste written before it joined", before, p, ok)
+	if p, err := joiner.node.Read(ctx, before, false); err != nil || string(p.Content) != "before the join" {
+		t.Fatalf("joiner: Read(%s) = %v, %v; want the paste written before it joined", before, p, err)
 	}
 
 	var via int
@@ -479,14 +479,14 @@ func BenchmarkClusterCreate(b *testing.B) {
 }
 
 // checkAll fails the test unless node i answers every paste in want at once,
-// through node.Get and GET /raw.
+// through node.Read and GET /raw.
 func (tc *testCluster) checkAll(ctx context.Context, i int, want map[string]string) {
 	tc.tb.Helper()
 	tn := tc.nodes[i]
 	for id, c := range want {
-		p, ok := tn.node.Get(ctx, id)
-		if !ok {
-			tc.tb.Fatalf("%s: Get(%s): not found, want %q", tn.id, id, c)
+		p, err := tn.node.Read(ctx, id, false)
+		if err != nil {
+			tc.tb.Fatalf("%s: Read(%s): %v, want %q", tn.id, id, err, c)
 		}
 		if string(p.Content) != c {
 			tc.tb.Fatalf("%s: Get(%s) = %q, want %q", tn.id, id, p.Content, c)

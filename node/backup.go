@@ -24,7 +24,9 @@ var ErrDataDirNotEmpty = errors.New("data dir is not empty")
 // nodes. It first catches up with the leader, so every write acknowledged
 // before the call is in it. It returns the log index of the snapshot.
 func (n *Node) Backup(ctx context.Context, w io.Writer) (uint64, error) {
-	if err := n.catchUp(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, readBudget)
+	defer cancel()
+	if err := n.linearize(ctx); err != nil {
 		return 0, fmt.Errorf("backup: catch up with the leader: %w", err)
 	}
 	return n.fsm.WriteSnapshot(w)

@@ -100,11 +100,11 @@ func TestBackupRestoreKeepsEverything(t *testing.T) {
 		t.Errorf("restore info %+v: want 2 pastes at an index", info)
 	}
 	n := openNodeAt(t, "r1", dir, addr)
-	if got, ok := n.Get(ctx, plain.ID); !ok || string(got.Content) != "plain\x00bytes" {
-		t.Errorf("plain paste after restore: %+v, %v", got, ok)
+	if got, err := n.Read(ctx, plain.ID, false); err != nil || string(got.Content) != "plain\x00bytes" {
+		t.Errorf("plain paste after restore: %+v, %v", got, err)
 	}
-	if _, ok := n.Get(ctx, gone.ID); ok {
-		t.Error("a paste deleted before the backup is back")
+	if _, err := n.Read(ctx, gone.ID, false); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("a paste deleted before the backup: Read err = %v, want not found", err)
 	}
 	if !n.Removed("old") {
 		t.Error("the removed node set was lost")
@@ -112,8 +112,8 @@ func TestBackupRestoreKeepsEverything(t *testing.T) {
 	if p, err := n.Consume(ctx, burn.ID); err != nil || string(p.Content) != "burn" {
 		t.Errorf("first read of the burn paste: %v, %v", p, err)
 	}
-	if _, ok := n.Get(ctx, burn.ID); ok {
-		t.Error("burn paste still there after it was read")
+	if _, err := n.Read(ctx, burn.ID, false); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("burn paste after it was read: Read err = %v, want not found", err)
 	}
 	if err := n.Delete(ctx, plain.ID, "wrong", false); !errors.Is(err, fsm.ErrForbidden) {
 		t.Errorf("delete with a wrong token: %v", err)

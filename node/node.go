@@ -49,6 +49,9 @@ var (
 	errNotLeader = errors.New("not the leader")
 )
 
+// DefaultReadLease is Config.ReadLease when none is set.
+const DefaultReadLease = 2 * time.Second
+
 // Config configures a Node. Zero durations and sizes take the defaults.
 type Config struct {
 	ID              string
@@ -74,6 +77,11 @@ type Config struct {
 	// turns the check off (creates are then refused only after a write
 	// failed for want of space).
 	StorageReserve int64
+	// ReadLease is how long a read lease lets a node serve local hits
+	// without asking the leader (docs/CONSISTENCY.md). A node cut off from
+	// the quorum stops serving within it; a delete may wait that long
+	// (and a tenth more) for a node that stopped answering.
+	ReadLease time.Duration
 }
 
 // Validate checks c and changes nothing; New fills in the defaults first.
@@ -103,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if port == "0" {
 		return fmt.Errorf("raft addr %q: a fixed port is needed, peers store it", adv)
+	}
+	if c.ReadLease < 0 || (c.ReadLease > 0 && c.ReadLease < 20*time.Millisecond) {
+		return fmt.Errorf("read lease %s: must be at least 20ms", c.ReadLease)
 	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("bootstrap expect %d: must be 0 or more", c.BootstrapExpect)
@@ -144,6 +155,9 @@ func (c Config) withDefaults() Config {
 		c.StorageReserve = 32 << 20
 	}
 	c.StorageReserve = max(c.StorageReserve, 0)
+	if c.ReadLease == 0 {
+		c.ReadLease = DefaultReadLease
+	}
 	return c
 }
 
@@ -162,6 +176,7 @@ type Node struct {
 	cfg    Config
 	log    *slog.Logger
 	fsm    *fsm.FSM
+	gate   atomic.Pointer[chan struct{}] // tests hold back applies with it
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore
 	trans  *raft.NetworkTransport
@@ -176,6 +191,12 @@ type Node struct {
 	closing     atomic.Bool
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
+
+	lease      *leases
+	leaseHold  atomic.Bool // tests stop the lease renewals with it
+	reads      *readIndexer
+	startIndex atomic.Uint64 // the leader's read index learnt after Open
+	caughtUp   atomic.Bool   // applied startIndex
 
 	stop        chan struct{}
 	stopMetrics context.CancelFunc
@@ -196,6 +217,8 @@ func New(cfg Config) (*Node, error) {
 		storage: newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
 		notify:  make(chan bool, 16),
 		stop:    make(chan struct{}),
+		lease:   newLeases(cfg.ReadLease),
+		reads:   newReadIndexer(),
 	}, nil
 }
 
@@ -255,7 +278,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("check raft state: %w", err)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
+	n.raft, err = raft.NewRaft(rc, gatedFSM{n}, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
 		guardedSnapshots{snaps, n.storage}, n.trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
@@ -268,12 +291,15 @@ func (n *Node) Open(ctx context.Context) (err error) {
 
 	metricsCtx, stopMetrics := context.WithCancel(context.Background())
 	n.stopMetrics = stopMetrics
-	n.wg.Add(5)
+	n.wg.Add(8)
 	go func() { defer n.wg.Done(); n.bolt.RunMetrics(metricsCtx, 10*time.Second) }()
 	go func() { defer n.wg.Done(); n.mux.serve() }()
 	go func() { defer n.wg.Done(); _ = n.rpc.Serve(n.mux.rpc) }()
 	go func() { defer n.wg.Done(); n.leaderLoop() }()
 	go func() { defer n.wg.Done(); n.snapshotLoop() }()
+	go func() { defer n.wg.Done(); n.leaseLoop() }()
+	go func() { defer n.wg.Done(); n.readLoop() }()
+	go func() { defer n.wg.Done(); n.catchUpAtStart() }()
 	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has)
 	return nil
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,30 +67,4 @@ func (n *Node) Servers() ([]Server, error) {
 		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf, Leader: s.ID == leader})
 	}
 	return out, nil
-}
-
-// Ready reports why the node cannot serve consistent reads and writes yet,
-// or nil: it must know a leader and have applied all it knows committed.
-func (n *Node) Ready() error {
-	if n.closing.Load() {
-		return ErrClosed
-	}
-	if addr, _ := n.raft.LeaderWithID(); addr == "" {
-		return errors.New("no leader known")
-	}
-	// Raft marks entries applied only after handing them to the FSM, so
-	// applied trails commit for a moment after every write: allow it that
-	// moment before calling the node behind.
-	c := n.raft.CommitIndex()
-	deadline := time.Now().Add(250 * time.Millisecond)
-	for {
-		a := n.raft.AppliedIndex()
-		if a >= c {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("applied index %d is behind commit index %d", a, c)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

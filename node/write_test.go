@@ -53,9 +53,9 @@ func TestCreateStampsIDAndTimes(t *testing.T) {
 	if p.CreatedAt < before || p.ExpiresAt != p.CreatedAt+int64(time.Hour) {
 		t.Errorf("times: got created %d, expires %d; want created after %d and expiry an hour later", p.CreatedAt, p.ExpiresAt, before)
 	}
-	got, ok := n.Get(ctx, p.ID)
-	if !ok || string(got.Content) != "hi" || got.Title != "t" || got.Lang != "Go" {
-		t.Fatalf("Get(%s) = %+v, %v; want the paste", p.ID, got, ok)
+	got, err := n.Read(ctx, p.ID, false)
+	if err != nil || string(got.Content) != "hi" || got.Title != "t" || got.Lang != "Go" {
+		t.Fatalf("Read(%s) = %+v, %v; want the paste", p.ID, got, err)
 	}
 	if err := n.Delete(ctx, p.ID, "wrong", false); !errors.Is(err, fsm.ErrForbidden) {
 		t.Errorf("delete with the wrong token: got %v, want %v", err, fsm.ErrForbidden)
@@ -63,8 +63,8 @@ func TestCreateStampsIDAndTimes(t *testing.T) {
 	if err := n.Delete(ctx, p.ID, "secret", false); err != nil {
 		t.Errorf("delete with the token: %v", err)
 	}
-	if _, ok := n.Get(ctx, p.ID); ok {
-		t.Error("deleted paste still found")
+	if _, err := n.Read(ctx, p.ID, false); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("Read of the deleted paste: err = %v, want %v", err, fsm.ErrNotFound)
 	}
 }
 

@@ -38,6 +38,7 @@ type config struct {
 	StorageReserve  int64 // -1: off
 	Log             logConfig
 	TimeScale       float64
+	ReadLease       time.Duration
 }
 
 // flagText holds the flags that config keeps in parsed form, as given.
@@ -96,6 +97,7 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.CreateTokens, "create-tokens", "", "file of tokens that creates need, one TOKEN or NAME:TOKEN a line; re-read when it changes (default: anyone may create)")
 	fs.StringVar(&text.reserve, "storage-reserve", "32MiB", "free space the data dir keeps for deletes and Raft: creates get 507 below it; 0: off")
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
+	fs.DurationVar(&c.ReadLease, "read-lease", node.DefaultReadLease, "how long a node serves local hits without hearing from the leader; a cut-off node stops serving after it")
 }
 
 // badFlag is a usage error about the value of one flag.

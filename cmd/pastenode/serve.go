@@ -75,6 +75,7 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		Logger:          log,
 		TimeScale:       c.TimeScale,
 		StorageReserve:  c.StorageReserve,
+		ReadLease:       c.ReadLease,
 	}
 }
 

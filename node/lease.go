@@ -1,0 +1,323 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Read leases make local hits linearizable without a network round trip
+// (docs/CONSISTENCY.md). Every follower asks the leader for a lease of
+// Config.ReadLease every quarter lease, and at once after it applied a
+// removal; the request carries its term and applied index. The follower's
+// lease starts when it sent the request, by its own monotonic clock; the
+// leader counts from when it received it, plus leaseMargin. The leader
+// itself holds a lease from the start of its last successful
+// VerifyLeader. A node serves a local hit only while its lease of the
+// current term holds; otherwise it takes the read-index path.
+//
+// The leader acknowledges a delete or consume only when every lease it
+// granted in its term has either run out or comes from a node that applied
+// the entry, and only once it has led for a lease length and a margin, so
+// that leases its predecessor granted have run out. It grants a lease only
+// to a node that applied every removal the leader applied, after confirming
+// it still leads.
+
+// leaseMargin is how much longer the leader holds a lease than the
+// follower: it covers the rate difference of the two monotonic clocks and
+// timer slack.
+func leaseMargin(length time.Duration) time.Duration { return length / 10 }
+
+// heldLease is a lease this node holds: it may serve local hits until
+// until, while Raft is in term.
+type heldLease struct {
+	term  uint64
+	until time.Time
+}
+
+// grant is the leader's record of a lease it gave a follower.
+type grant struct {
+	applied uint64    // the follower's applied index, as last reported
+	expiry  time.Time // the leader's view of when the lease ends
+}
+
+// leases is both sides' lease state.
+type leases struct {
+	length time.Duration
+	held   atomic.Pointer[heldLease]
+
+	mu        sync.Mutex
+	term      uint64 // the term the leader state below belongs to
+	termStart time.Time
+	grants    map[string]*grant
+	changed   chan struct{} // closed and replaced when a grant changes
+}
+
+func newLeases(length time.Duration) *leases {
+	return &leases{length: length, grants: map[string]*grant{}, changed: make(chan struct{})}
+}
+
+// valid reports whether the lease held for term is in force at now.
+func (l *leases) valid(term uint64, now time.Time) bool {
+	h := l.held.Load()
+	return h != nil && h.term == term && now.Before(h.until)
+}
+
+// extend holds a lease for term until until, unless a longer one of the
+// same term is held.
+func (l *leases) extend(term uint64, until time.Time) {
+	for {
+		old := l.held.Load()
+		if old != nil && old.term == term && !until.After(old.until) {
+			return
+		}
+		if l.held.CompareAndSwap(old, &heldLease{term: term, until: until}) {
+			return
+		}
+	}
+}
+
+// lockTerm locks l and resets the leader state when term is newer than
+// its own; now is when this node is known to lead in term, at the latest.
+// It reports false for a term older than l's: its caller was deposed.
+func (l *leases) lockTerm(term uint64, now time.Time) bool {
+	l.mu.Lock()
+	if term > l.term {
+		l.term, l.termStart = term, now
+		clear(l.grants)
+		l.broadcast()
+	}
+	return term == l.term
+}
+
+// broadcast wakes the removals waiting for a grant. Call with mu held.
+func (l *leases) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// startTerm records that this node leads in term since now at the latest.
+func (l *leases) startTerm(term uint64, now time.Time) {
+	l.lockTerm(term, now)
+	l.mu.Unlock()
+}
+
+// report records that follower id has applied index.
+func (l *leases) report(term uint64, id string, applied uint64, now time.Time) {
+	defer l.mu.Unlock()
+	if !l.lockTerm(term, now) {
+		return
+	}
+	g := l.grants[id]
+	if g == nil {
+		g = &grant{}
+		l.grants[id] = g
+	}
+	if applied > g.applied {
+		g.applied = applied
+		l.broadcast()
+	}
+}
+
+// grant extends follower id's lease to expiry if it has applied fence,
+// the last removal this leader applied, and reports whether it did.
+func (l *leases) grant(term uint64, id string, applied uint64, expiry time.Time, fence func() uint64) bool {
+	defer l.mu.Unlock()
+	if !l.lockTerm(term, time.Now()) {
+		return false
+	}
+	g := l.grants[id]
+	if g == nil {
+		g = &grant{}
+		l.grants[id] = g
+	}
+	g.applied = max(g.applied, applied)
+	if applied < fence() {
+		return false
+	}
+	if expiry.After(g.expiry) {
+		g.expiry = expiry
+	}
+	return true
+}
+
+// blocked returns how long a removal at index must still wait in term at
+// now (0: not at all), and a channel closed when a grant changes.
+func (l *leases) blocked(term, index uint64, now time.Time) (time.Duration, <-chan struct{}) {
+	defer l.mu.Unlock()
+	if !l.lockTerm(term, now) {
+		return l.length, l.changed
+	}
+	wait := time.Duration(0)
+	if d := l.termStart.Add(l.length + leaseMargin(l.length)).Sub(now); d > 0 {
+		wait = d
+	}
+	for _, g := range l.grants {
+		if g.applied < index && g.expiry.After(now) {
+			wait = max(wait, g.expiry.Sub(now))
+		}
+	}
+	return wait, l.changed
+}
+
+// leaseValid reports whether this node may serve a local hit now without
+// asking anyone.
+func (n *Node) leaseValid() bool {
+	return n.lease.valid(n.raft.CurrentTerm(), time.Now())
+}
+
+// waitLeases returns once a removal at index may be acknowledged: every
+// lease this leader granted has run out or is held by a node that applied
+// index, and leases of earlier leaders have run out.
+func (n *Node) waitLeases(ctx context.Context, index uint64) error {
+	term := n.raft.CurrentTerm()
+	for {
+		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+			return errNotLeader
+		}
+		wait, changed := n.lease.blocked(term, index, time.Now())
+		if wait == 0 {
+			return nil
+		}
+		t := time.NewTimer(min(wait, 50*time.Millisecond))
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for read leases: %w", ctx.Err())
+		case <-n.stop:
+			t.Stop()
+			return ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+// leaseLoop renews this node's lease every quarter lease, and at once after
+// it applied a removal, so that the leader need not wait for the next tick
+// to acknowledge a delete.
+func (n *Node) leaseLoop() {
+	tick := time.NewTicker(n.cfg.ReadLease / 4)
+	defer tick.Stop()
+	var reported uint64
+	for {
+		if n.fsm.LastRemoval() == reported {
+			changed := n.fsm.Changed()
+			if n.fsm.LastRemoval() == reported {
+				select {
+				case <-n.stop:
+					return
+				case <-changed:
+					continue
+				case <-tick.C:
+				}
+			}
+		}
+		reported = n.fsm.LastRemoval()
+		n.renewLease()
+	}
+}
+
+// renewLease renews this node's lease: a leader by confirming it still
+// leads, a follower by asking the leader.
+func (n *Node) renewLease() {
+	if n.closing.Load() {
+		return
+	}
+	term := n.raft.CurrentTerm()
+	sent := time.Now()
+	if n.raft.State() == raft.Leader {
+		n.lease.startTerm(term, sent)
+		if n.barrierTerm.Load() == term && n.raft.VerifyLeader().Error() == nil {
+			n.lease.extend(term, sent.Add(n.cfg.ReadLease))
+		}
+		return
+	}
+	addr, _ := n.raft.LeaderWithID()
+	if addr == "" || n.leaseHold.Load() {
+		return
+	}
+	req := leaseRequest{ID: n.cfg.ID, Term: term, Applied: n.fsm.Index()}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ReadLease/2)
+	defer cancel()
+	reply, err := n.askLease(ctx, string(addr), &req)
+	if err != nil {
+		n.log.Debug("lease renewal failed", "err", err)
+		return
+	}
+	if reply.Granted && reply.Term == term && n.raft.CurrentTerm() == term {
+		n.lease.extend(term, sent.Add(n.cfg.ReadLease))
+	}
+}
+
+// leaseRequest asks the leader for a read lease.
+type leaseRequest struct {
+	ID      string `msgpack:"id"`
+	Term    uint64 `msgpack:"t"`
+	Applied uint64 `msgpack:"a"`
+}
+
+// leaseReply is the leader's answer.
+type leaseReply struct {
+	Term    uint64 `msgpack:"t"`
+	Granted bool   `msgpack:"g"`
+}
+
+func (n *Node) askLease(ctx context.Context, addr string, lr *leaseRequest) (*leaseReply, error) {
+	body, err := msgpack.Marshal(lr)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/internal/v1/lease", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("lease: leader answered %s", resp.Status)
+	}
+	var reply leaseReply
+	if err := msgpack.NewDecoder(io.LimitReader(resp.Body, 1<<10)).Decode(&reply); err != nil {
+		return nil, fmt.Errorf("lease: bad reply: %w", err)
+	}
+	return &reply, nil
+}
+
+// handleLease grants a read lease if this node leads in the asker's term,
+// has applied the entries of earlier terms, still has a quorum, and the
+// asker has applied every removal this node applied. The asker's applied
+// index is recorded first, whatever the answer, so that removals waiting
+// for it go on at once.
+func (n *Node) handleLease(w http.ResponseWriter, r *http.Request) {
+	recv := time.Now()
+	var req leaseRequest
+	if err := msgpack.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&req); err != nil || req.ID == "" {
+		http.Error(w, "bad lease request", http.StatusBadRequest)
+		return
+	}
+	term := n.raft.CurrentTerm()
+	reply := leaseReply{Term: term}
+	if n.closing.Load() || n.raft.State() != raft.Leader || req.Term != term {
+		writeMsgpack(w, &reply)
+		return
+	}
+	n.lease.report(term, req.ID, req.Applied, recv)
+	if n.barrierTerm.Load() == term && n.raft.VerifyLeader().Error() == nil {
+		expiry := recv.Add(n.cfg.ReadLease + leaseMargin(n.cfg.ReadLease))
+		reply.Granted = n.lease.grant(term, req.ID, req.Applied, expiry, n.fsm.LastRemoval)
+	}
+	writeMsgpack(w, &reply)
+}
