@@ -157,6 +157,13 @@ func (f *FSM) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// Gone reports whether paste id was removed (deleted, burned or expired)
+// within the last TombstoneTTL: a miss that a removal caused.
+func (f *FSM) Gone(id string) bool {
+	_, ok := f.cur.Load().tombs.Get([]byte(id))
+	return ok
+}
+
 // Removed reports whether an operator removed node id from the cluster.
 func (f *FSM) Removed(id string) bool {
 	_, ok := f.cur.Load().removed.Get([]byte(id))

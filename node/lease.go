@@ -179,6 +179,10 @@ func (n *Node) leaseValid() bool {
 // index, and leases of earlier leaders have run out.
 func (n *Node) waitLeases(ctx context.Context, index uint64) error {
 	term := n.raft.CurrentTerm()
+	// The leader serves hits too: it must have applied the removal itself.
+	if err := n.fsm.WaitIndex(ctx, index); err != nil {
+		return err
+	}
 	for {
 		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return errNotLeader

@@ -202,6 +202,41 @@ func TestDeleteWaitsForTheLeaseHolder(t *testing.T) {
 	}
 }
 
+// TestMissAfterRemovalWaitsForLeaseHolders: a node that applied a delete
+// which is not in effect yet (a lease holder has not applied it) does not
+// answer 404 for it: that 404 would come before another node's rightful
+// hit. It answers once the delete is in effect, or 503.
+func TestMissAfterRemovalWaitsForLeaseHolders(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, followers := leaderOf(t, nodes)
+	slow, other := followers[0], followers[1]
+	id := createOn(t, leader, "secret", nodes...)
+
+	closeGate(slow)
+	done := deleteAsync(leader, id)
+	waitUntil(t, 5*time.Second, "the other follower applies the delete", func() error {
+		if _, has := other.fsm.Get(id, time.Now()); has {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	_, err := other.Read(context.Background(), id, false)
+	_, slowHas := slow.fsm.Get(id, time.Now())
+	if errors.Is(err, fsm.ErrNotFound) && slowHas && slow.leaseValid() {
+		t.Fatal("404 while a lease holder still serves the paste")
+	}
+	if err != nil && !errors.Is(err, fsm.ErrNotFound) && !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Read = %v; want not found or ErrUnavailable", err)
+	}
+	openGate(slow)
+	if r := <-done; r.err != nil {
+		t.Fatalf("delete: %v", r.err)
+	}
+	if _, err := other.Read(context.Background(), id, false); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("Read after the 204 = %v; want not found", err)
+	}
+}
+
 // TestDeleteWaitsOutAStuckLeaseHolder: a follower that cannot apply delays
 // a delete by at most its lease, and once its lease has run out it serves
 // neither the deleted paste (503, not the content) nor a false 404 for a

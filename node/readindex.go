@@ -56,11 +56,21 @@ func (n *Node) Read(ctx context.Context, id string, stale bool) (*fsm.Paste, err
 			return nil, fsm.ErrNotFound
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, readBudget)
+	defer cancel()
 	if err := n.linearize(ctx); err != nil {
 		return nil, err
 	}
 	if p, ok := n.fsm.Get(id, time.Now()); ok {
 		return p, nil
+	}
+	// A removal is in effect once no lease lets a node serve what it
+	// removed, not when this node applied it: until then, another node may
+	// still rightly serve the paste, and a 404 here would come before it.
+	if n.fsm.Gone(id) {
+		if err := n.removalSafe(ctx, n.fsm.LastRemoval()); err != nil {
+			return nil, fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
+		}
 	}
 	return nil, fsm.ErrNotFound
 }
@@ -68,8 +78,6 @@ func (n *Node) Read(ctx context.Context, id string, stale bool) (*fsm.Paste, err
 // linearize waits until this node has applied every write acknowledged
 // before it was called, or fails with ErrUnavailable (or ErrClosed).
 func (n *Node) linearize(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readBudget)
-	defer cancel()
 	ri := n.reads
 	ri.mu.Lock()
 	b := ri.next

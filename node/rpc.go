@@ -71,6 +71,7 @@ func (n *Node) rpcServer() *http.Server {
 	mux.HandleFunc("GET /internal/v1/read-index", n.handleReadIndex)
 	mux.HandleFunc("GET /internal/v1/stats", n.handleStats)
 	mux.HandleFunc("POST /internal/v1/lease", n.handleLease)
+	mux.HandleFunc("POST /internal/v1/removal-safe", n.handleRemovalSafe)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
