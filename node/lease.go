@@ -150,15 +150,23 @@ func (l *leases) grant(term uint64, id string, applied uint64, expiry time.Time,
 }
 
 // blocked returns how long a removal at index must still wait in term at
-// now (0: not at all), and a channel closed when a grant changes.
-func (l *leases) blocked(term, index uint64, now time.Time) (time.Duration, <-chan struct{}) {
+// now (0: not at all), and a channel closed when a grant changes. others
+// are the other servers of the Raft configuration: until a lease length
+// has passed since this node took office, one of them may hold a lease of
+// an earlier term, unless it reported in this term that it applied index.
+func (l *leases) blocked(term, index uint64, now time.Time, others []string) (time.Duration, <-chan struct{}) {
 	defer l.mu.Unlock()
 	if !l.lockTerm(term, now) {
 		return l.length, l.changed
 	}
 	wait := time.Duration(0)
 	if d := l.termStart.Add(l.length + leaseMargin(l.length)).Sub(now); d > 0 {
-		wait = d
+		for _, id := range others {
+			if g := l.grants[id]; g == nil || g.applied < index {
+				wait = d
+				break
+			}
+		}
 	}
 	for _, g := range l.grants {
 		if g.applied < index && g.expiry.After(now) {
@@ -183,11 +191,12 @@ func (n *Node) waitLeases(ctx context.Context, index uint64) error {
 	if err := n.fsm.WaitIndex(ctx, index); err != nil {
 		return err
 	}
+	others := n.otherServers()
 	for {
 		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return errNotLeader
 		}
-		wait, changed := n.lease.blocked(term, index, time.Now())
+		wait, changed := n.lease.blocked(term, index, time.Now(), others)
 		if wait == 0 {
 			return nil
 		}
@@ -204,6 +213,23 @@ func (n *Node) waitLeases(ctx context.Context, index uint64) error {
 		}
 		t.Stop()
 	}
+}
+
+// otherServers returns the ids of the Raft configuration but this node's.
+// If the configuration cannot be read, it returns a placeholder, so that a
+// new leader waits out the old leases in full.
+func (n *Node) otherServers() []string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return []string{""}
+	}
+	var ids []string
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) != n.cfg.ID {
+			ids = append(ids, string(s.ID))
+		}
+	}
+	return ids
 }
 
 // leaseLoop renews this node's lease every quarter lease, and at once after
