@@ -117,11 +117,12 @@ func (n *Node) leaderIndex(ctx context.Context) (uint64, error) {
 	return n.forwardReadIndex(ctx)
 }
 
-// readIndex confirms that this node still leads and returns the index its
-// state machine has applied. Everything acknowledged so far is at or below
-// it: a write is acknowledged only after the leader applied it. (Raft's
-// commit index would not do: barrier and no-op entries never reach the
-// FSM, so its applied index may stay below the commit index for good.)
+// readIndex confirms that this node still leads and returns the read
+// index: the last entry at or below the commit index that the state
+// machine applies, once this node's own state machine has applied it.
+// Everything acknowledged so far, and everything any node has applied, is
+// at or below it. (The commit index itself would not do: barrier and no-op
+// entries never reach the FSM, so its index may stay below it for good.)
 func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return 0, errNotLeader
@@ -132,7 +133,30 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return 0, fmt.Errorf("verify leader: %w", err)
 	}
-	return n.fsm.Index(), nil
+	index := n.fsmIndexAt(n.raft.CommitIndex())
+	if err := n.fsm.WaitIndex(ctx, index); err != nil {
+		return 0, err
+	}
+	return index, nil
+}
+
+// fsmIndexAt returns the index of the last entry at or below commit that
+// the FSM applies (a command or a configuration), or the FSM's own index
+// when that is as high or the log no longer holds the entries. A follower
+// can apply an entry before the leader does: without this, a read on
+// another node could miss a paste that one node has already served.
+func (n *Node) fsmIndexAt(commit uint64) uint64 {
+	applied := n.fsm.Index()
+	var l raft.Log
+	for i := commit; i > applied; i-- {
+		if err := n.logs.GetLog(i, &l); err != nil {
+			return applied
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return i
+		}
+	}
+	return applied
 }
 
 // waitBarrier makes sure a new leader has applied every entry of earlier

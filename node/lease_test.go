@@ -451,3 +451,26 @@ func TestReadyWaitsForReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestReadIndexSkipsEntriesTheFSMNeverSees: a barrier at the end of the log
+// never reaches the FSM, so the read index is the last command below the
+// commit index, and a read index round does not hang on it.
+func TestReadIndexSkipsEntriesTheFSMNeverSees(t *testing.T) {
+	n := openNode(t)
+	createOn(t, n, "x")
+	if err := n.raft.Barrier(time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	commit, applied := n.raft.CommitIndex(), n.fsm.Index()
+	if commit <= applied {
+		t.Fatalf("commit index %d, FSM index %d: want the barrier above the FSM", commit, applied)
+	}
+	if got := n.fsmIndexAt(commit); got != applied {
+		t.Fatalf("fsmIndexAt(%d) = %d, want the last command %d", commit, got, applied)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if got, err := n.readIndex(ctx); err != nil || got != applied {
+		t.Fatalf("readIndex = %d, %v; want %d", got, err, applied)
+	}
+}

@@ -179,6 +179,7 @@ type Node struct {
 	gate   atomic.Pointer[chan struct{}] // tests hold back applies with it
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore
+	logs   raft.LogStore
 	trans  *raft.NetworkTransport
 	mux    *muxListener
 	rpc    *http.Server
@@ -263,6 +264,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
+	n.logs = logs
 	hlog := newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
 	if err != nil {
