@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -154,9 +155,14 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // from this node's own copy even when it cannot confirm it with the
 // cluster: ?stale=true or the header X-Paste-Stale: true.
 func wantsStale(r *http.Request) bool {
-	v := r.URL.Query().Get("stale")
+	var v string
+	if strings.Contains(r.URL.RawQuery, "stale") { // spares the hot path a parse
+		v = r.URL.Query().Get("stale")
+	}
 	if v == "" {
-		v = r.Header.Get("X-Paste-Stale")
+		if v = r.Header.Get("X-Paste-Stale"); v == "" {
+			return false
+		}
 	}
 	stale, _ := strconv.ParseBool(v)
 	return stale

@@ -21,7 +21,7 @@ const testLease = time.Second
 
 // openCluster opens size voters on loopback, bootstraps them together and
 // waits until every node is ready and every follower holds a lease.
-func openCluster(t *testing.T, size int) []*Node {
+func openCluster(t testing.TB, size int) []*Node {
 	t.Helper()
 	nodes := make([]*Node, size)
 	servers := make([]raft.Server, size)
@@ -84,7 +84,7 @@ func (n *Node) leaderSince() time.Time {
 }
 
 // waitUntil polls cond until it returns nil or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() error) {
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -99,7 +99,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() err
 	}
 }
 
-func leaderOf(t *testing.T, nodes []*Node) (leader *Node, followers []*Node) {
+func leaderOf(t testing.TB, nodes []*Node) (leader *Node, followers []*Node) {
 	t.Helper()
 	waitUntil(t, 10*time.Second, "a leader", func() error {
 		leader, followers = nil, nil
@@ -135,7 +135,7 @@ func openGate(n *Node) {
 
 // createOn creates a paste with delete token "t" and waits until every node
 // has applied it.
-func createOn(t *testing.T, n *Node, content string, nodes ...*Node) string {
+func createOn(t testing.TB, n *Node, content string, nodes ...*Node) string {
 	t.Helper()
 	p, err := n.Create(context.Background(), CreateRequest{Content: []byte(content), DeleteToken: "t"})
 	if err != nil {
@@ -472,5 +472,26 @@ func TestReadIndexSkipsEntriesTheFSMNeverSees(t *testing.T) {
 	defer cancel()
 	if got, err := n.readIndex(ctx); err != nil || got != applied {
 		t.Fatalf("readIndex = %d, %v; want %d", got, err, applied)
+	}
+}
+
+// BenchmarkFollowerHit reads one paste on a follower under its lease: the
+// cost of the lease check on the hot path, and proof that no hit takes a
+// read-index round trip.
+func BenchmarkFollowerHit(b *testing.B) {
+	nodes := openCluster(b, 3)
+	leader, followers := leaderOf(b, nodes)
+	f := followers[0]
+	id := createOn(b, leader, "kept", nodes...)
+	before := f.reads.rounds.Load()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Read(ctx, id, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if rounds := f.reads.rounds.Load() - before; rounds != 0 {
+		b.Fatalf("%d read-index round trips for hits under a lease", rounds)
 	}
 }
