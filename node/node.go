@@ -5,7 +5,8 @@
 // a replicated command. A node that is not the leader forwards writes to the
 // leader over the internal RPC and waits until its own state machine has
 // caught up, so that whoever asked reads their write at once. Reads are
-// local, after a read-index check with the leader on a miss.
+// local while the node holds a read lease from the leader, and take a
+// batched read index otherwise or on a miss (docs/CONSISTENCY.md).
 package node
 
 import (
