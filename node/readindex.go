@@ -43,7 +43,7 @@ func newReadIndexer() *readIndexer {
 // Read returns paste id, consistent with every write acknowledged before
 // the call (G2, G3). A local hit is served at once while this node holds a
 // read lease. A miss, or a hit without a lease, waits until this node has
-// applied everything the leader had applied after the read began; if that
+// applied everything committed when the read began (the read index); if that
 // cannot be done within a second, Read returns ErrUnavailable, never a
 // false fsm.ErrNotFound. With stale set, it answers from the local copy
 // whatever the lease and the leader.
@@ -186,8 +186,8 @@ func (n *Node) catchUpAtStart() {
 }
 
 // Ready reports why the node cannot serve consistent reads yet, or nil
-// (G5): it must know a leader, have applied everything the leader had
-// applied when this node started, and hold a read lease or be able to
+// (G5): it must know a leader, have applied everything committed when this
+// node started (the read index learnt then), and hold a read lease or be able to
 // confirm a read index now, which a node that rejoins after a partition
 // does only once it has caught up again.
 func (n *Node) Ready() error {
