@@ -130,8 +130,8 @@ func (n *Node) readIndex(ctx context.Context) (uint64, error) {
 	if err := n.waitBarrier(ctx); err != nil {
 		return 0, err
 	}
-	if err := n.raft.VerifyLeader().Error(); err != nil {
-		return 0, fmt.Errorf("verify leader: %w", err)
+	if err := n.verifyLeader(ctx); err != nil {
+		return 0, err
 	}
 	index := n.fsmIndexAt(n.raft.CommitIndex())
 	if err := n.fsm.WaitIndex(ctx, index); err != nil {

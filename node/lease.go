@@ -215,6 +215,26 @@ func (n *Node) waitLeases(ctx context.Context, index uint64) error {
 	}
 }
 
+// verifyLeader is Raft's VerifyLeader bounded by ctx and by Close: Raft
+// never answers a verification still queued when it shuts down, and Close
+// waits for the loops that call this.
+func (n *Node) verifyLeader(ctx context.Context) error {
+	f := n.raft.VerifyLeader()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("verify leader: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("verify leader: %w", ctx.Err())
+	case <-n.stop:
+		return ErrClosed
+	}
+}
+
 // otherServers returns the ids of the Raft configuration but this node's.
 // If the configuration cannot be read, it returns a placeholder, so that a
 // new leader waits out the old leases in full.
@@ -265,9 +285,11 @@ func (n *Node) renewLease() {
 	}
 	term := n.raft.CurrentTerm()
 	sent := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ReadLease/2)
+	defer cancel()
 	if n.raft.State() == raft.Leader {
 		n.lease.startTerm(term, sent)
-		if n.barrierTerm.Load() == term && n.raft.VerifyLeader().Error() == nil {
+		if n.barrierTerm.Load() == term && n.verifyLeader(ctx) == nil {
 			n.lease.extend(term, sent.Add(n.cfg.ReadLease))
 		}
 		return
@@ -277,8 +299,6 @@ func (n *Node) renewLease() {
 		return
 	}
 	req := leaseRequest{ID: n.cfg.ID, Term: term, Applied: n.fsm.Index()}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ReadLease/2)
-	defer cancel()
 	reply, err := n.askLease(ctx, string(addr), &req)
 	if err != nil {
 		n.log.Debug("lease renewal failed", "err", err)
@@ -345,7 +365,9 @@ func (n *Node) handleLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n.lease.report(term, req.ID, req.Applied, recv)
-	if n.barrierTerm.Load() == term && n.raft.VerifyLeader().Error() == nil {
+	ctx, cancel := context.WithTimeout(r.Context(), n.cfg.ReadLease/2)
+	defer cancel()
+	if n.barrierTerm.Load() == term && n.verifyLeader(ctx) == nil {
 		expiry := recv.Add(n.cfg.ReadLease + leaseMargin(n.cfg.ReadLease))
 		reply.Granted = n.lease.grant(term, req.ID, req.Applied, expiry, n.fsm.LastRemoval)
 	}
