@@ -404,7 +404,8 @@ func TestWrongClusterKey(t *testing.T) {
 }
 
 // TestNoQuorum checks that a lone node of three refuses writes with
-// ErrNoLeader within its write hold, and still answers reads of what it has.
+// ErrNoLeader within its write hold, answers reads of what it has only until
+// its read lease runs out (then 503), and stale reads from its copy always.
 func TestNoQuorum(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -441,7 +442,21 @@ func TestNoQuorum(t *testing.T) {
 			if elapsed > hold+2*time.Second {
 				t.Errorf("apply without quorum took %s, want about the write hold %s", elapsed, hold)
 			}
-			tc.checkAll(ctx, r, want)
+			// A node cut off from the quorum serves its copy only while its
+			// read lease lasts, then answers 503, except to stale reads.
+			if p, err := lone.node.Read(ctx, id, true); err != nil || string(p.Content) != want[id] {
+				t.Fatalf("stale read without quorum: %v, %v; want the local copy", p, err)
+			}
+			waitFor(t, node.DefaultReadLease+2*time.Second, func() bool {
+				_, err := lone.node.Read(ctx, id, false)
+				return errors.Is(err, node.ErrUnavailable)
+			}, "reads without quorum answer unavailable once the lease ran out")
+			if status, _, err := getRaw(lone.URL, id); err != nil || status != http.StatusServiceUnavailable {
+				t.Errorf("GET /raw without quorum: %d, %v; want 503", status, err)
+			}
+			if status, body, err := getRaw(lone.URL, id+"?stale=true"); err != nil || status != http.StatusOK || body != want[id] {
+				t.Errorf("GET /raw?stale=true without quorum: %d %q, %v; want 200 with the content", status, body, err)
+			}
 
 			resp, err := httpClient.Post(lone.URL+"/", "text/plain", strings.NewReader("no quorum"))
 			if err != nil {
