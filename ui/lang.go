@@ -83,11 +83,18 @@ func Langs() []Lang {
 // LookupLang resolves a language name or alias, in any case, to its
 // canonical chroma lexer name: "go" and "golang" give "Go", "py" gives
 // "Python". The plain-text names ("", "text", "plain", "plaintext", ...)
-// give "" and true. An unknown name gives false.
+// give "" and true. The old Rust pastebin's Prism names resolve through
+// prismLangs ("markup" gives "HTML"). An unknown name gives false.
 func LookupLang(name string) (canonical string, ok bool) {
-	l, ok := langs().byKey[strings.ToLower(strings.TrimSpace(name))]
+	key := strings.ToLower(strings.TrimSpace(name))
+	l, ok := langs().byKey[key]
 	if !ok {
-		return "", false
+		// The old Rust pastebin's Prism names, for its users' scripts.
+		prism, known := prismLangs[key]
+		if !known {
+			return "", false
+		}
+		l = langs().byKey[strings.ToLower(prism)]
 	}
 	if l == nil {
 		return "", true
