@@ -62,6 +62,10 @@ type Config struct {
 	BootstrapExpect int    // 1: bootstrap alone at once; 0 or N>1: wait
 	ClusterKey      []byte // nil, or 16, 24 or 32 bytes
 	Logger          *slog.Logger
+	// IDLength is the length of new paste ids: IDLen (0) or more, up to
+	// MaxIDLen. Ids of any length stay readable, so a cluster may hold
+	// pastes made under another setting.
+	IDLength int
 
 	// TimeScale multiplies every Raft timeout (Consul's raft_multiplier).
 	// Tests use a fraction, slow or paused machines more than 1.
@@ -118,6 +122,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 0 {
 		return fmt.Errorf("bootstrap expect %d: must be 0 or more", c.BootstrapExpect)
+	}
+	if err := CheckIDLength(c.IDLength); err != nil {
+		return err
 	}
 	return CheckClusterKey(c.ClusterKey)
 }
@@ -215,7 +222,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "node"),
 		fsm:     fsm.New(),
-		newID:   newPasteID,
+		newID:   func() string { return newPasteID(cfg.IDLength) },
 		storage: newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
 		notify:  make(chan bool, 16),
 		stop:    make(chan struct{}),

@@ -10,10 +10,12 @@ import (
 	"github.com/pastenode/pastenode/fsm"
 )
 
-// Paste ids are IDLen characters drawn from IDAlphabet, which leaves out
-// the characters that look alike (l, 1, I, O, 0).
+// Paste ids are IDLen characters (Config.IDLength, when set) drawn from
+// IDAlphabet, which leaves out the characters that look alike (l, 1, I, O,
+// 0).
 const (
 	IDLen      = 10
+	MaxIDLen   = 64
 	IDAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 	// idAttempts is how many fresh ids Create draws before it gives up.
@@ -111,22 +113,34 @@ func (n *Node) run(ctx context.Context, cmd *fsm.Command) (*fsm.Paste, error) {
 	return res.Paste, nil
 }
 
-// newPasteID draws a paste id: IDLen characters of IDAlphabet, each equally
-// likely.
-func newPasteID() string {
-	out := make([]byte, IDLen)
-	buf := make([]byte, 2*IDLen)
+// CheckIDLength reports whether n is a paste id length Config accepts: 0
+// (IDLen) or from IDLen to MaxIDLen. Shorter ids would be guessable.
+func CheckIDLength(n int) error {
+	if n != 0 && (n < IDLen || n > MaxIDLen) {
+		return fmt.Errorf("paste id length %d: want %d to %d characters", n, IDLen, MaxIDLen)
+	}
+	return nil
+}
+
+// newPasteID draws a paste id: n characters (IDLen when n is 0) of
+// IDAlphabet, each equally likely.
+func newPasteID(n int) string {
+	if n == 0 {
+		n = IDLen
+	}
+	out := make([]byte, n)
+	buf := make([]byte, 2*n)
 	// Bytes past the largest multiple of len(IDAlphabet) are rejected, so
 	// that the modulo favours no character.
 	limit := 256 - 256%len(IDAlphabet)
-	for i := 0; i < IDLen; {
+	for i := 0; i < n; {
 		_, _ = rand.Read(buf)
 		for _, c := range buf {
 			if int(c) >= limit {
 				continue
 			}
 			out[i] = IDAlphabet[int(c)%len(IDAlphabet)]
-			if i++; i == IDLen {
+			if i++; i == n {
 				break
 			}
 		}
