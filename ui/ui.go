@@ -50,6 +50,10 @@ type Options struct {
 	// MaxHighlightBytes is the size above which a paste is shown as plain
 	// escaped text; 0 means DefaultMaxHighlightBytes.
 	MaxHighlightBytes int
+	// BasePath is the path prefix the node serves under, as "/paste"
+	// (see CheckBasePath); every link, form and fetch of the pages
+	// starts with it. "" serves at the root.
+	BasePath string
 	// HighlightCacheBytes bounds the cache of highlighted pastes; 0 means
 	// DefaultHighlightCacheBytes and a negative value turns it off (an
 	// export renders each paste once).
@@ -94,6 +98,9 @@ type UI struct {
 
 // New parses the embedded templates and builds the static assets.
 func New(opts Options) (*UI, error) {
+	if err := CheckBasePath(opts.BasePath); err != nil {
+		return nil, err
+	}
 	if opts.MaxHighlightBytes <= 0 {
 		opts.MaxHighlightBytes = DefaultMaxHighlightBytes
 	}
@@ -152,6 +159,7 @@ type page struct {
 	HeadTitle string
 	Mirror    bool
 	NoIndex   bool // keep search engines off pages that show a paste
+	Base      string
 	CSS       string
 	JS        string
 }
@@ -160,8 +168,9 @@ func (u *UI) page(title string) page {
 	return page{
 		HeadTitle: title,
 		Mirror:    u.opts.Mirror,
-		CSS:       "/static/app.css?v=" + u.assets["app.css"].version,
-		JS:        "/static/app.js?v=" + u.assets["app.js"].version,
+		Base:      u.opts.BasePath,
+		CSS:       u.opts.BasePath + "/static/app.css?v=" + u.assets["app.css"].version,
+		JS:        u.opts.BasePath + "/static/app.js?v=" + u.assets["app.js"].version,
 	}
 }
 
@@ -241,7 +250,7 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 		LangLabel: langLabel(p.Lang),
 		Size:      pastenode.FormatSize(int64(len(p.Content))),
 		Created:   newStamp(p.CreatedAt, now),
-		Download:  p.ID + fileExt(p.Lang),
+		Download:  DownloadName(p),
 	}
 	v.NoIndex = true
 	if !p.ExpiresAt.IsZero() {
@@ -253,7 +262,6 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	}
 	if p.Encrypted {
 		v.Text = string(p.Content)
-		v.Download = p.ID + ".txt"
 		return u.render(w, "paste", v)
 	}
 

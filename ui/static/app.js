@@ -30,6 +30,33 @@
     return document.getElementById(id);
   }
 
+  // BASE is the path prefix the node serves under ("" at the root).
+  var BASE = document.body.getAttribute("data-base") || "";
+
+  // ---- delete tokens --------------------------------------------------------
+  //
+  // The delete token of a paste made here is kept in this browser's
+  // localStorage only: never in a URL (which would reach a server log or a
+  // Referer) and never in a cookie. A paste made by a form post without
+  // this script cannot be deleted from the page: its token came back in a
+  // header the browser does not show.
+
+  function tokenKey(id) {
+    return "pastenode.delete-token." + id;
+  }
+
+  // keepToken uses storage(), defined with the create token below.
+  function keepToken(id, token) {
+    var s = storage();
+    if (s && token) {
+      try {
+        s.setItem(tokenKey(id), token);
+      } catch (e) {
+        // full or refused: the paste simply gets no delete control
+      }
+    }
+  }
+
   // ---- base64url and random bytes -----------------------------------------
 
   function b64uEncode(bytes) {
@@ -316,7 +343,7 @@
       paste.textContent = "Decrypting…";
       var text, res;
       try {
-        res = await request("/raw/" + encodeURIComponent(form.getAttribute("data-id")), { cache: "no-store" });
+        res = await request(BASE + "/raw/" + encodeURIComponent(form.getAttribute("data-id")), { cache: "no-store" });
         if (res.status === 404) {
           throw new Error("This paste does not exist, has expired, or was already read.");
         }
@@ -434,24 +461,27 @@
       ready();
     };
 
+    // The script sends every paste itself, as JSON, so that it gets the
+    // delete token back and keeps it for the paste's page; without the
+    // script the browser posts the form.
     form.addEventListener("submit", async function (ev) {
       var token = takeToken();
-      if (!subtle || !encrypt.checked) {
-        submit.disabled = true; // the browser posts the form; no double paste
-        return;
-      }
       ev.preventDefault();
       error.hidden = true;
       submit.disabled = true;
-      submit.textContent = "Encrypting…";
+      var encrypted = !!subtle && encrypt.checked;
       try {
-        var sealed = await seal(content.value, password.value);
+        var sealed = { text: content.value, key: "" };
+        if (encrypted) {
+          submit.textContent = "Encrypting…";
+          sealed = await seal(content.value, password.value);
+        }
         submit.textContent = "Sending…";
         var headers = { "Content-Type": "application/json", "Accept": "application/json" };
         if (token) {
           headers["X-Paste-Token"] = token;
         }
-        var res = await request("/api/v1/pastes", {
+        var res = await request(BASE + "/api/v1/pastes", {
           method: "POST",
           headers: headers,
           body: JSON.stringify({
@@ -460,21 +490,87 @@
             lang: field("lang").value,
             expire: field("expire").value,
             burn: field("burn").checked,
-            encrypted: true
+            encrypted: encrypted
           })
         });
         var body = await res.json().catch(function () { return null; });
         if (!res.ok || !body || !body.id) {
           throw new Error((body && body.error) || ("The server answered " + res.status + "."));
         }
-        location.assign("/" + encodeURIComponent(body.id) + (sealed.key ? "#" + sealed.key : ""));
+        keepToken(body.id, body.delete_token);
+        location.assign(BASE + "/" + encodeURIComponent(body.id) + (sealed.key ? "#" + sealed.key : ""));
       } catch (e) {
         fail(e.message);
       }
     });
   }
 
+  // ---- the delete control -----------------------------------------------
+
+  // initDelete shows the delete button on the page of a paste whose token
+  // this browser kept, asks for confirmation, and sends DELETE with the
+  // token in the X-Delete-Token header.
+  function initDelete() {
+    var button = $("delete");
+    var s = storage();
+    if (!button || !s) {
+      return;
+    }
+    var id = button.getAttribute("data-id");
+    var token = s.getItem(tokenKey(id));
+    if (!token) {
+      return;
+    }
+    var confirmBox = $("delete-confirm");
+    var yes = $("delete-yes");
+    var status = $("delete-status");
+    var say = function (msg) {
+      status.textContent = msg;
+      status.hidden = !msg;
+    };
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      confirmBox.hidden = false;
+      yes.focus();
+    });
+    $("delete-no").addEventListener("click", function () {
+      confirmBox.hidden = true;
+    });
+    yes.addEventListener("click", async function () {
+      yes.disabled = true;
+      say("");
+      try {
+        var res = await request(BASE + "/" + encodeURIComponent(id), {
+          method: "DELETE",
+          headers: { "X-Delete-Token": token }
+        });
+        if (res.status !== 204 && res.status !== 404) {
+          throw new Error("Could not delete: the server answered " + res.status + ": " + (await res.text()).trim());
+        }
+      } catch (e) {
+        say(e.message);
+        yes.disabled = false;
+        return;
+      }
+      s.removeItem(tokenKey(id));
+      confirmBox.hidden = true;
+      button.hidden = true;
+      var paste = $("paste");
+      if (paste) {
+        paste.textContent = "";
+        paste.hidden = true;
+      }
+      var nav = document.querySelector("nav.actions");
+      if (nav) {
+        nav.hidden = true; // its links lead to a paste that is gone
+      }
+      say("This paste has been deleted.");
+      document.body.setAttribute("data-deleted", "true");
+    });
+  }
+
   initForm();
   initPaste();
   initBurn();
+  initDelete();
 })();
