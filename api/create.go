@@ -99,10 +99,14 @@ func (s *Server) parseOptions(field fieldFunc) (options, error) {
 		}
 		o.expire = d
 	}
+	if !hasExpire {
+		o.expire = s.cfg.DefaultExpire
+	}
 	if max := s.cfg.MaxExpire; max > 0 {
 		switch {
-		case !hasExpire:
+		case !hasExpire && o.expire == 0:
 			o.expire = max
+		case !hasExpire:
 		case o.expire == 0:
 			return o, errorf(http.StatusBadRequest, "expire never is not allowed here: the longest is %s", formatDuration(max))
 		case o.expire > max:
@@ -180,9 +184,27 @@ func formatDuration(d time.Duration) string {
 // handleCreate is POST /: a raw body (curl --data-binary), or a form from a
 // browser or curl -F.
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	created, form, ok := s.createFromRequest(w, r)
+	if !ok {
+		return
+	}
+	// A browser's form post ends on the paste's page.
+	if form != nil && ui.WantsHTML(r) {
+		w.Header().Set("X-Paste-Id", created.ID)
+		w.Header().Set("X-Delete-Token", created.DeleteToken)
+		http.Redirect(w, r, s.cfg.BasePath+"/"+created.ID, http.StatusSeeOther)
+		return
+	}
+	s.writeCreated(w, r, created, ui.WantsJSON(r))
+}
+
+// createFromRequest creates the paste a raw body or a form describes and
+// returns it with the form (nil for a raw body). On failure it has
+// answered the request and returns false.
+func (s *Server) createFromRequest(w http.ResponseWriter, r *http.Request) (*pastenode.Created, url.Values, bool) {
 	if !s.limiter.allow(clientIP(r)) {
 		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
-		return
+		return nil, nil, false
 	}
 	// A request that cannot carry the token in a form field is refused
 	// before its body is read.
@@ -191,7 +213,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if tokenName, err = s.authorizeCreate(w, r, ""); err != nil {
 			s.error(w, r, err)
-			return
+			return nil, nil, false
 		}
 	}
 	content, form, err := s.readCreateBody(w, r)
@@ -200,7 +222,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.error(w, r, err)
-		return
+		return nil, nil, false
 	}
 	opts, err := s.parseOptions(requestFields(r, form))
 	opts.tokenName = tokenName
@@ -211,21 +233,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.error(w, r, err)
-		return
+		return nil, nil, false
 	}
 	created, err := s.create(r, content, opts)
 	if err != nil {
 		s.error(w, r, err)
-		return
+		return nil, nil, false
 	}
-	// A browser's form post ends on the paste's page.
-	if form != nil && ui.WantsHTML(r) {
-		w.Header().Set("X-Paste-Id", created.ID)
-		w.Header().Set("X-Delete-Token", created.DeleteToken)
-		http.Redirect(w, r, "/"+created.ID, http.StatusSeeOther)
-		return
-	}
-	s.writeCreated(w, r, created, ui.WantsJSON(r))
+	return created, form, true
 }
 
 // readCreateBody returns the paste content and, for form posts, the form.
@@ -257,7 +272,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			}
 			return s.checkSize(b, form)
 		}
-		content := first(form, "content")
+		content := formContent(form)
 		if ui.WantsHTML(r) {
 			// A browser sends every line break of a textarea as CRLF
 			// (HTML form submission), whatever was typed. The paste is
@@ -276,7 +291,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	// and nothing but create fields; anything else is the paste itself.
 	if ct == "application/x-www-form-urlencoded" {
 		if form, ok := parseCreateForm(body); ok {
-			return s.checkSize([]byte(form.Get("content")), form)
+			return s.checkSize([]byte(formContent(form)), form)
 		}
 	}
 	return s.checkSize(body, nil)
@@ -307,14 +322,15 @@ func bodyError(err error) error {
 var formFields = map[string]bool{
 	"content": true, "title": true, "lang": true, "expire": true, "burn": true,
 	"encrypt": true, "encrypted": true, "password": true, "ttl": true, "token": true,
+	"body": true, // Pastey's name of content
 }
 
 func parseCreateForm(body []byte) (url.Values, bool) {
-	if !bytes.Contains(body, []byte("content=")) {
+	if !bytes.Contains(body, []byte("content=")) && !bytes.Contains(body, []byte("body=")) {
 		return nil, false
 	}
 	form, err := url.ParseQuery(string(body))
-	if err != nil || form["content"] == nil {
+	if err != nil || (form["content"] == nil && form["body"] == nil) {
 		return nil, false
 	}
 	for k := range form {
@@ -323,6 +339,15 @@ func parseCreateForm(body []byte) (url.Values, bool) {
 		}
 	}
 	return form, true
+}
+
+// formContent is the paste of a form: its content field, or Pastey's
+// body field when there is no content.
+func formContent(form url.Values) string {
+	if _, ok := form["content"]; ok {
+		return first(form, "content")
+	}
+	return first(form, "body")
 }
 
 func first(v url.Values, key string) string {
@@ -445,7 +470,7 @@ func (s *Server) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	return scheme + "://" + r.Host + s.cfg.BasePath
 }
 
 // newToken draws a delete token: 22 base64url characters, 132 bits.

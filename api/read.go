@@ -15,7 +15,7 @@ import (
 )
 
 // handleIndex is GET /: the new-paste form for browsers, a usage line for
-// everyone else. ?clone=ID fills the form with that paste.
+// everyone else. ?clone=ID (or /new?id=ID) fills the form with that paste.
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	if !ui.WantsHTML(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -23,7 +23,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := ui.IndexData{MaxSize: s.cfg.MaxPasteSize, TokenRequired: s.tokens != nil}
-	if id := r.URL.Query().Get("clone"); id != "" {
+	if id := cloneID(r); id != "" {
 		if p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r)); err == nil && !p.Burn && !p.Encrypted {
 			d.Prefill, d.PrefillLang, d.PrefillTitle = string(p.Content), p.Lang, p.Title
 		}
@@ -69,7 +69,8 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
 var hvVaryAccept = []string{"Accept"}
 
 // handleView is GET /{id}: the page for browsers, the raw bytes for curl.
-// A burn paste's page only offers to reveal it.
+// A burn paste's page only offers to reveal it. ?lang= renders the page
+// with another language; the raw bytes never change.
 func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	w.Header()["Vary"] = hvVaryAccept
@@ -86,11 +87,18 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	lang, err := viewLang(r, p)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
 	s.htmlHeaders(w)
 	if p.Burn {
 		err = s.cfg.UI.BurnNotice(w, ui.PasteOf(p, false))
 	} else {
-		err = s.cfg.UI.Paste(w, ui.PasteOf(p, true), time.Now())
+		up := ui.PasteOf(p, true)
+		up.Lang = lang // this view only; the stored paste keeps its own
+		err = s.cfg.UI.Paste(w, up, time.Now())
 	}
 	if err != nil {
 		s.log.Error("render paste", "id", id, "err", err)

@@ -74,6 +74,13 @@ type Config struct {
 	// CreateTokensFile, when set, names a file of tokens that creates
 	// need (see --create-tokens); it is read again when it changes.
 	CreateTokensFile string
+
+	// DefaultExpire is the expiry of a create that gives none; 0 means
+	// MaxExpire (never when there is no limit).
+	DefaultExpire time.Duration
+	// BasePath is the path prefix every route lives under, as "/paste";
+	// "" serves at the root.
+	BasePath string
 }
 
 // Validate checks c and fills in defaults.
@@ -92,6 +99,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("api: rate limit %d must not be negative", c.RateLimit)
+	}
+	if err := c.checkCompat(); err != nil {
+		return err
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.Logger == nil {
@@ -134,8 +144,8 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the root handler.
-func (s *Server) Handler() http.Handler { return s.router }
+// Handler returns the root handler: the routes, under Config.BasePath.
+func (s *Server) Handler() http.Handler { return s.underBasePath(s.router) }
 
 // Registry returns the Prometheus registry the server reports to, so that
 // other components can add their collectors.
@@ -166,6 +176,7 @@ func (s *Server) routes() {
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
 	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")
 	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
+	s.compatRoutes(r)
 	r.HandleFunc("/{id}/reveal", s.handleReveal).Methods(http.MethodPost).Name("reveal")
 	r.HandleFunc("/{id}", s.handleView).Methods(get...).Name("view")
 	r.HandleFunc("/{id}", s.handleDelete).Methods(http.MethodDelete).Name("delete")

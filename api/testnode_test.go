@@ -74,7 +74,7 @@ func (tn *testNode) open(tb testing.TB) {
 	tn.node = n
 	waitFor(tb, 10*time.Second, "node ready", func() error { return n.Ready() })
 
-	pages, err := ui.New(ui.Options{})
+	pages, err := ui.New(ui.Options{BasePath: tn.cfg.BasePath})
 	if err != nil {
 		tb.Fatal(err)
 	}
