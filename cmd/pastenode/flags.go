@@ -29,6 +29,9 @@ type config struct {
 	PublicURL       string
 	MaxPasteSize    int64
 	MaxExpire       time.Duration
+	DefaultExpire   time.Duration
+	BasePath        string
+	IDLength        int
 	ClusterKey      []byte
 	AdminToken      string
 	TLSCert         string
@@ -43,7 +46,7 @@ type config struct {
 
 // flagText holds the flags that config keeps in parsed form, as given.
 type flagText struct {
-	join, maxSize, maxExpire, key, reserve string
+	join, maxSize, maxExpire, defaultExpire, key, reserve string
 }
 
 // parseFlags reads the command line, then the PASTE_* environment for every
@@ -89,6 +92,9 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.PublicURL, "public-url", "", "base of the URLs creates return (default: from the request)")
 	fs.StringVar(&text.maxSize, "max-paste-size", "1MiB", "largest paste accepted")
 	fs.StringVar(&text.maxExpire, "max-expire", "0", "longest expiry accepted; 0: no limit")
+	fs.StringVar(&text.defaultExpire, "default-expire", "", "expiry of pastes created without one (default: --max-expire, or never)")
+	fs.StringVar(&c.BasePath, "base-path", "", "path prefix every route is served under, e.g. /paste (default: the root)")
+	fs.IntVar(&c.IDLength, "id-length", node.IDLen, "characters in new paste ids, at least 10")
 	fs.StringVar(&text.key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
@@ -121,6 +127,9 @@ func (c *config) parseText(text flagText) error {
 		if c.MaxExpire, err = api.ParseDuration(text.maxExpire); err != nil {
 			return badFlag("max-expire", err)
 		}
+	}
+	if err := c.parseDefaultExpire(text.defaultExpire); err != nil {
+		return err
 	}
 	if text.key != "" {
 		if c.ClusterKey, err = base64.StdEncoding.DecodeString(text.key); err != nil {
@@ -162,7 +171,7 @@ func (c *config) check() error {
 	if c.BootstrapExpect < 0 {
 		return badFlag("bootstrap-expect", errors.New("must be 0 or more"))
 	}
-	return nil
+	return c.checkCompat()
 }
 
 // parseWithEnv parses args; each flag not given there takes its PASTE_*

@@ -76,6 +76,7 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		TimeScale:       c.TimeScale,
 		StorageReserve:  c.StorageReserve,
 		ReadLease:       c.ReadLease,
+		IDLength:        c.IDLength,
 	}
 }
 
@@ -100,7 +101,7 @@ func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
 // newAPIServer returns the HTTP API over n and cl, reporting Raft's
 // metrics along with its own.
 func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger) (*api.Server, error) {
-	pages, err := ui.New(ui.Options{})
+	pages, err := ui.New(ui.Options{BasePath: c.BasePath})
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +118,9 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		RateLimit:    c.RateLimit,
 
 		CreateTokensFile: c.CreateTokens,
+		// The old pastebins' --uri-prefix and default expiry.
+		BasePath:      c.BasePath,
+		DefaultExpire: c.DefaultExpire,
 	})
 	if err != nil {
 		return nil, usageError{err}
