@@ -46,10 +46,13 @@ const (
 
 // suite is what TestMain set up for the tests.
 var suite struct {
-	baseURL  string          // the UI's httptest server
-	tokenURL string          // the same node's API with --create-tokens (token "browser-token")
-	browser  context.Context // a chromedp context whose browser is running; nil without one
-	skip     string          // why there is no browser
+	baseURL  string // the UI's httptest server
+	tokenURL string // the same node's API with --create-tokens (token "browser-token")
+	// prefixURL is the same node's UI under the base path /paste, on a
+	// third httptest server.
+	prefixURL string
+	browser   context.Context // a chromedp context whose browser is running; nil without one
+	skip      string          // why there is no browser
 }
 
 func TestMain(m *testing.M) {
@@ -152,16 +155,23 @@ func startServer(dir string) (baseURL string, stop func(), err error) {
 		n.Close()
 		return "", nil, err
 	}
+	prefixed, err := prefixedServer(n)
+	if err != nil {
+		n.Close()
+		return "", nil, err
+	}
 	ts := httptest.NewServer(srv.Handler())
 	tokens := filepath.Join(dir, "create-tokens")
 	if err := os.WriteFile(tokens, []byte("browser:browser-token\n"), 0o600); err != nil {
 		ts.Close()
+		prefixed.Close()
 		n.Close()
 		return "", nil, err
 	}
 	tokenSrv, err := api.NewServer(api.Config{Store: n, UI: pages, MaxPasteSize: 1 << 20, CreateTokensFile: tokens})
 	if err != nil {
 		ts.Close()
+		prefixed.Close()
 		n.Close()
 		return "", nil, err
 	}
@@ -170,8 +180,25 @@ func startServer(dir string) (baseURL string, stop func(), err error) {
 	return ts.URL, func() {
 		tts.Close()
 		ts.Close()
+		prefixed.Close()
 		n.Close()
 	}, nil
+}
+
+// prefixedServer serves n's API and UI under the base path /paste and
+// records its URL in suite.prefixURL.
+func prefixedServer(n *node.Node) (*httptest.Server, error) {
+	pages, err := ui.New(ui.Options{BasePath: "/paste"})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := api.NewServer(api.Config{Store: n, UI: pages, MaxPasteSize: 1 << 20, BasePath: "/paste"})
+	if err != nil {
+		return nil, err
+	}
+	ts := httptest.NewServer(srv.Handler())
+	suite.prefixURL = ts.URL + "/paste"
+	return ts, nil
 }
 
 // newTab returns the context of a new tab, in a browser context of its own
