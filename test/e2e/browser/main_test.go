@@ -1,7 +1,7 @@
 // Package browser drives the web UI in a real headless Chromium: the form
 // post, server-side highlighting, encryption and decryption in the page,
-// burn-after-reading, a browser without JavaScript, and screenshots of both
-// themes.
+// burn-after-reading, the delete control (at the root and under a base
+// path), a browser without JavaScript, and screenshots of both themes.
 //
 // One single-voter Raft node serves the UI on httptest for the whole
 // package, and one browser serves every test, each in a fresh tab of its
