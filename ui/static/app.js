@@ -560,10 +560,10 @@
         paste.textContent = "";
         paste.hidden = true;
       }
-      var nav = document.querySelector("nav.actions");
-      if (nav) {
-        nav.hidden = true; // its links lead to a paste that is gone
-      }
+      // The actions and the burn notice lead to a paste that is gone.
+      document.querySelectorAll("nav.actions, #burn, #revealed").forEach(function (el) {
+        el.hidden = true;
+      });
       say("This paste has been deleted.");
       document.body.setAttribute("data-deleted", "true");
     });

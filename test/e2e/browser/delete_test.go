@@ -138,3 +138,22 @@ func pasteFromOutside(t *testing.T, base string) string {
 	}
 	return id
 }
+
+// TestDeleteBurnUnread deletes a burn paste this browser made from its
+// burn notice, before anyone has read it.
+func TestDeleteBurnUnread(t *testing.T) {
+	ctx := newTab(t)
+	fillForm(t, ctx, pasteForm{content: "burn me unread\n", burn: true})
+	do(t, ctx, "submit", chromedp.Click(chromedp.ID("submit")))
+	waitJS(t, ctx, "the burn notice", `document.readyState === "complete" && document.getElementById("reveal")`)
+	id := pasteID(t, location(t, ctx))
+	waitJS(t, ctx, "the delete button", `!document.getElementById("delete").hidden`)
+	do(t, ctx, "delete it unread",
+		chromedp.Click(chromedp.ID("delete")),
+		chromedp.Click(chromedp.ID("delete-yes"), chromedp.NodeVisible),
+	)
+	waitJS(t, ctx, "the page to say it is gone", `document.body.getAttribute("data-deleted") === "true" && document.getElementById("burn").hidden`)
+	if code := rawStatus(t, suite.baseURL, id); code != http.StatusNotFound {
+		t.Errorf("after the delete: GET /raw/%s = %d, want 404", id, code)
+	}
+}
