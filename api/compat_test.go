@@ -181,3 +181,19 @@ func TestBasePath(t *testing.T) {
 	do(t, http.MethodGet, base, nil).wantStatus(t, http.StatusOK)
 	do(t, http.MethodGet, base+"/readyz", nil).wantStatus(t, http.StatusOK)
 }
+
+func TestBasePathPublicURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ public, want string }{
+		{"https://example.com", "https://example.com/paste/"},
+		{"https://example.com/", "https://example.com/paste/"},
+		{"https://example.com/elsewhere", "https://example.com/elsewhere/"},
+	} {
+		tn := startNode(t, Config{BasePath: "/paste", PublicURL: c.public})
+		r := do(t, http.MethodPost, tn.URL+"/paste/", []byte("x"), "Content-Type", formType)
+		r.wantStatus(t, http.StatusCreated)
+		if got, want := r.Header.Get("Location"), c.want+r.Header.Get("X-Paste-Id"); got != want {
+			t.Errorf("--public-url %s: Location %q, want %q", c.public, got, want)
+		}
+	}
+}
