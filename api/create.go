@@ -107,6 +107,7 @@ func (s *Server) parseOptions(field fieldFunc) (options, error) {
 		case !hasExpire && o.expire == 0:
 			o.expire = max
 		case !hasExpire:
+			// --default-expire, which Validate keeps within max.
 		case o.expire == 0:
 			return o, errorf(http.StatusBadRequest, "expire never is not allowed here: the longest is %s", formatDuration(max))
 		case o.expire > max:
