@@ -13,6 +13,21 @@
 // only: the page never carries a style attribute, an inline script or an
 // inline style sheet, so it works under the policy that CSP returns.
 //
+// With Options.BasePath every link, form action, asset and script fetch
+// of the pages starts with that prefix (the layout hands it to the script
+// as the body's data-base attribute).
+//
+// # Deleting from the browser
+//
+// The script sends the form as JSON and keeps the delete token of the new
+// paste in localStorage, under the paste's id, and nowhere else: never in
+// a URL (a server log or a Referer would see it) and never in a cookie.
+// A paste's page, or a burn paste's notice, shows #delete when this browser
+// holds its token; #delete-confirm asks, then the script sends DELETE with
+// X-Delete-Token and marks the body data-deleted. A form posted without
+// the script gets the token only in a response header, which the page
+// cannot read, so such a paste shows no delete control.
+//
 // # Encrypted pastes
 //
 // Encryption happens in the browser (static/app.js); the server stores and
