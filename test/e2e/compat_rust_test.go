@@ -181,6 +181,15 @@ func TestBasePath(t *testing.T) {
 		t.Errorf("form post Location: got %q, want %q", got, want)
 	}
 
+	// pastectl takes the prefix as part of --addr.
+	put := pastectl(t, base, []byte("from pastectl\n"), "put")
+	if put.code != 0 || !strings.HasPrefix(put.stdout, "https://paste.example.com/paste/") {
+		t.Fatalf("pastectl put under /paste: exit %d, stdout %q, stderr %q", put.code, put.stdout, put.stderr)
+	}
+	if r := pastectl(t, base, nil, "get", idOf(strings.TrimSpace(put.stdout))); r.code != 0 || r.stdout != "from pastectl\n" {
+		t.Errorf("pastectl get under /paste: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
 	// Nothing answers outside the prefix.
 	for _, path := range []string{"/", "/" + id, "/raw/" + id, "/static/app.css", "/readyz", "/pastex/" + id} {
 		do(t, http.MethodGet, p.URL+path, nil).expect(t, "GET "+path+" outside the prefix", http.StatusNotFound)
