@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -35,15 +33,13 @@ func (c *cli) backupCommand() *cobra.Command {
 }
 
 func (c *cli) backup(ctx context.Context, cl *client.Client, out string) (err error) {
-	tmp := out + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := createOut(out, 0o600)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			f.abort()
 		}
 	}()
 
@@ -68,18 +64,8 @@ func (c *cli) backup(ctx context.Context, cl *client.Client, out string) (err er
 	if _, err := pastenode.VerifyBackup(f, n); err != nil {
 		return fmt.Errorf("the backup received is not complete: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := f.commit(); err != nil {
 		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(out)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	fmt.Fprintf(c.stdout, "backed up %d bytes in %.2fs to %s\n", n, time.Since(start).Seconds(), out)
 	return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -36,19 +35,17 @@ func (c *cli) exportCommand() *cobra.Command {
 }
 
 func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err error) {
-	tmp := out + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createOut(out, 0o644)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			f.abort()
 		}
 	}()
 
-	w := &exportFile{File: f, pastes: -1}
+	w := &exportFile{File: f.File, pastes: -1}
 	var progress func(done, total int64)
 	if isTerminal(c.stderr) {
 		progress = func(done, total int64) {
@@ -68,20 +65,8 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := f.commit(); err != nil {
 		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	// Make the rename itself durable; where directories cannot be synced
-	// the file is still complete, so this is best effort.
-	if d, err := os.Open(filepath.Dir(out)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 
 	took := time.Since(start).Seconds()
