@@ -110,7 +110,10 @@ func Encode(c *Command) ([]byte, error) {
 	return b, nil
 }
 
-// Decode parses a log entry. Garbage is an error wrapping ErrBadCommand.
+// Decode parses a log entry and checks that it is a command this version
+// knows, with the fields its type needs. Garbage is an error wrapping
+// ErrBadCommand. The leader decodes every command before it proposes it,
+// so garbage never reaches the log through pastenode's own paths.
 func Decode(b []byte) (*Command, error) {
 	var c Command
 	if err := msgpack.Unmarshal(b, &c); err != nil {
@@ -119,8 +122,11 @@ func Decode(b []byte) (*Command, error) {
 	if c.Type < TypeCreate || c.Type > TypeAllowNode {
 		return nil, fmt.Errorf("%w: unknown %s", ErrBadCommand, c.Type)
 	}
-	if c.Type == TypeCreate && (c.Paste == nil || c.Paste.ID == "") {
+	switch {
+	case c.Type == TypeCreate && (c.Paste == nil || c.Paste.ID == ""):
 		return nil, fmt.Errorf("%w: create without a paste", ErrBadCommand)
+	case c.Type != TypeCreate && c.Type != TypeExpire && c.ID == "":
+		return nil, fmt.Errorf("%w: %s without an id", ErrBadCommand, c.Type)
 	}
 	return &c, nil
 }

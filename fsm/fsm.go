@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ type Tombstone struct {
 	RequestID string `msgpack:"r,omitempty"` // of the command that removed it
 	At        int64  `msgpack:"at"`          // Unix nanoseconds
 	// Paste keeps a consumed burn paste, content included, for ConsumeGrace.
+	// The first Expire after the grace drops it, and snapshots never hold it.
 	Paste *Paste `msgpack:"p,omitempty"`
 	// CreatedBy is the request id of the create, so a retried create after
 	// the paste is already gone still succeeds.
@@ -42,6 +44,7 @@ type state struct {
 	expiry  *iradix.Tree[struct{}] // key: ExpiresAt (8 bytes big-endian) + id
 	tombs   *iradix.Tree[*Tombstone]
 	tombGC  *iradix.Tree[struct{}] // key: tombstone At (8 bytes) + id
+	graceGC *iradix.Tree[struct{}] // the same keys, of tombstones that keep a Paste
 	removed *iradix.Tree[int64]    // node id -> when it was removed
 	clock   int64                  // the largest Command.Now applied
 	index   uint64                 // the last log index applied
@@ -56,6 +59,7 @@ func emptyState() *state {
 		expiry:  iradix.New[struct{}](),
 		tombs:   iradix.New[*Tombstone](),
 		tombGC:  iradix.New[struct{}](),
+		graceGC: iradix.New[struct{}](),
 		removed: iradix.New[int64](),
 	}
 }
@@ -69,13 +73,20 @@ type FSM struct {
 	changed chan struct{} // closed and replaced after every apply
 
 	appliedBytes atomic.Int64
+	log          *slog.Logger
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
-// New returns an empty FSM.
-func New() *FSM {
-	f := &FSM{changed: make(chan struct{})}
+// New returns an empty FSM that logs nowhere.
+func New() *FSM { return NewLogged(nil) }
+
+// NewLogged returns an empty FSM that logs to log (nil: nowhere).
+func NewLogged(log *slog.Logger) *FSM {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &FSM{changed: make(chan struct{}), log: log}
 	f.cur.Store(emptyState())
 	return f
 }
@@ -86,8 +97,9 @@ func HashToken(token string) []byte {
 	return h[:]
 }
 
-// Apply applies one log entry. It panics on an entry it cannot decode: a
-// node that skipped it would silently diverge from the others.
+// Apply applies one log entry. An entry it cannot decode changes nothing and
+// gives a Result whose Err wraps ErrBadCommand, the same on every node, so
+// the nodes stay identical and none of them stops on it.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
@@ -109,7 +121,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.appliedBytes.Add(int64(len(l.Data)))
 		c, err := Decode(l.Data)
 		if err != nil {
-			panic(fmt.Sprintf("fsm: log entry %d: %v", l.Index, err))
+			f.log.Error("skipping a log entry that is not a valid command", "index", l.Index, "bytes", len(l.Data), "err", err)
+			out[i] = &Result{Err: err}
+			continue
 		}
 		out[i] = tx.apply(c)
 	}
@@ -212,6 +226,7 @@ type txn struct {
 	expiry  *iradix.Txn[struct{}]
 	tombs   *iradix.Txn[*Tombstone]
 	tombGC  *iradix.Txn[struct{}]
+	graceGC *iradix.Txn[struct{}]
 	removed *iradix.Txn[int64]
 	clock   int64
 	index   uint64
@@ -226,6 +241,7 @@ func newTxn(s *state) *txn {
 		expiry:  s.expiry.Txn(),
 		tombs:   s.tombs.Txn(),
 		tombGC:  s.tombGC.Txn(),
+		graceGC: s.graceGC.Txn(),
 		removed: s.removed.Txn(),
 		clock:   s.clock,
 		index:   s.index,
@@ -241,6 +257,7 @@ func (t *txn) commit() *state {
 		expiry:  t.expiry.CommitOnly(),
 		tombs:   t.tombs.CommitOnly(),
 		tombGC:  t.tombGC.CommitOnly(),
+		graceGC: t.graceGC.CommitOnly(),
 		removed: t.removed.CommitOnly(),
 		clock:   t.clock,
 		index:   t.index,
@@ -269,7 +286,9 @@ func (t *txn) apply(c *Command) *Result {
 		t.removed.Delete([]byte(c.ID))
 		return &Result{}
 	}
-	panic(fmt.Sprintf("fsm: unhandled command %s", c.Type))
+	// Decode refuses unknown types; this is a type it knows but no case
+	// handles, which every node of this version treats the same.
+	return &Result{Err: fmt.Errorf("%w: unhandled %s", ErrBadCommand, c.Type)}
 }
 
 func (t *txn) create(c *Command) *Result {
@@ -339,9 +358,17 @@ func (t *txn) consume(c *Command) *Result {
 	return &Result{Paste: p}
 }
 
-// expire deletes every paste due at or before now, and every tombstone older
-// than TombstoneTTL. It touches only what is due.
+// expire deletes every paste due at or before now, the content of every
+// consumed burn paste past ConsumeGrace, and every tombstone older than
+// TombstoneTTL. It touches only what is due.
 func (t *txn) expire(now int64) {
+	for _, key := range dueKeys(t.graceGC.Root(), now-int64(ConsumeGrace)) {
+		t.graceGC.Delete(key)
+		id := key[8:]
+		if ts, ok := t.tombs.Get(id); ok && ts.Paste != nil && ts.At == int64(binary.BigEndian.Uint64(key)) {
+			t.tombs.Insert(id, ts.withoutPaste())
+		}
+	}
 	for _, key := range dueKeys(t.expiry.Root(), now) {
 		id := key[8:]
 		t.expiry.Delete(key)
@@ -372,9 +399,20 @@ func (t *txn) remove(p *Paste, ts *Tombstone) {
 	ts.CreatedBy = p.RequestID
 	if old, ok := t.tombs.Get(key); ok {
 		t.tombGC.Delete(timeKey(old.At, p.ID))
+		t.graceGC.Delete(timeKey(old.At, p.ID))
 	}
 	t.tombs.Insert(key, ts)
 	t.tombGC.Insert(timeKey(ts.At, p.ID), struct{}{})
+	if ts.Paste != nil {
+		t.graceGC.Insert(timeKey(ts.At, p.ID), struct{}{})
+	}
+}
+
+// withoutPaste returns a copy of ts that no longer holds a paste.
+func (ts *Tombstone) withoutPaste() *Tombstone {
+	c := *ts
+	c.Paste = nil
+	return &c
 }
 
 // timeKey orders keys by time, then id. Times before 1970 sort as 0.
@@ -420,7 +458,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // NextDue returns when the next Expire command has work to do, in Unix
-// nanoseconds: the earliest paste expiry or tombstone collection. It returns
+// nanoseconds: the earliest paste expiry, end of a consume grace or
+// tombstone collection. It returns
 // 0 when nothing is due ever.
 func (f *FSM) NextDue() int64 {
 	s := f.cur.Load()
@@ -428,10 +467,15 @@ func (f *FSM) NextDue() int64 {
 	if k, _, ok := s.expiry.Root().Minimum(); ok {
 		next = int64(binary.BigEndian.Uint64(k))
 	}
-	if k, _, ok := s.tombGC.Root().Minimum(); ok {
-		at := int64(binary.BigEndian.Uint64(k)) + int64(TombstoneTTL)
-		if next == 0 || at < next {
-			next = at
+	for _, gc := range []struct {
+		tree  *iradix.Tree[struct{}]
+		after time.Duration
+	}{{s.tombGC, TombstoneTTL}, {s.graceGC, ConsumeGrace}} {
+		if k, _, ok := gc.tree.Root().Minimum(); ok {
+			at := int64(binary.BigEndian.Uint64(k)) + int64(gc.after)
+			if next == 0 || at < next {
+				next = at
+			}
 		}
 	}
 	return next

@@ -2,11 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -383,13 +386,90 @@ func TestWaitIndex(t *testing.T) {
 	}
 }
 
-func TestApplyPanicsOnGarbage(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("Apply accepted an undecodable entry")
+func TestApplyAnswersGarbageAlikeEverywhere(t *testing.T) {
+	entries := [][]byte{{0xc1}, {}, {0x80}, mustEncode(t, &Command{Type: 99, ID: "x"}),
+		mustEncode(t, &Command{Type: TypeCreate}), mustEncode(t, &Command{Type: TypeDelete})}
+	var lines bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&lines, nil))
+	a, b := NewLogged(logger), New()
+	for _, f := range []*FSM{a, b} {
+		f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: mustEncode(t, create("a", "r1"))})
+	}
+	for i, data := range entries {
+		l := &raft.Log{Index: uint64(i + 2), Type: raft.LogCommand, Data: data}
+		ra, rb := a.Apply(l).(*Result), b.Apply(l).(*Result)
+		if !errors.Is(ra.Err, ErrBadCommand) || ra.Err.Error() != rb.Err.Error() {
+			t.Fatalf("entry %x: results %v and %v, want the same ErrBadCommand", data, ra.Err, rb.Err)
 		}
-	}()
-	New().Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{0xc1}})
+	}
+	if a.Index() != uint64(len(entries)+1) {
+		t.Fatalf("index after the bad entries = %d, want %d", a.Index(), len(entries)+1)
+	}
+	if n, _ := a.Stats(); n != 1 {
+		t.Fatalf("bad entries changed the store: %d pastes", n)
+	}
+	if got := strings.Count(lines.String(), "not a valid command"); got != len(entries) {
+		t.Fatalf("logged %d bad entries, want one line each for %d:\n%s", got, len(entries), lines.String())
+	}
+}
+
+func mustEncode(t *testing.T, c *Command) []byte {
+	t.Helper()
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestConsumedContentGoesAfterGrace(t *testing.T) {
+	l := newLog(t)
+	l.apply(create("a", "r1", burn))
+	l.apply(&Command{Type: TypeConsume, RequestID: "c1", ID: "a", Now: 2 * sec})
+	if due := l.f.NextDue(); due != 2*sec+int64(ConsumeGrace) {
+		t.Fatalf("NextDue = %d, want the end of the grace %d", due, 2*sec+int64(ConsumeGrace))
+	}
+	l.apply(&Command{Type: TypeExpire, Now: 2*sec + int64(ConsumeGrace) - 1})
+	if r := l.apply(&Command{Type: TypeConsume, RequestID: "c1", ID: "a", Now: 3 * sec}); r.Err != nil {
+		t.Fatalf("retry within the grace: %v", r.Err)
+	}
+	l.apply(&Command{Type: TypeExpire, Now: 2*sec + int64(ConsumeGrace)})
+	ts, ok := l.f.cur.Load().tombs.Get([]byte("a"))
+	if !ok || ts.Paste != nil {
+		t.Fatalf("tombstone after the grace = %+v, %v; want one without the paste", ts, ok)
+	}
+	if l.f.cur.Load().graceGC.Len() != 0 {
+		t.Fatal("grace index not emptied")
+	}
+}
+
+func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
+	l := newLog(t)
+	secret := "burn-after-reading-7f3a9c"
+	l.apply(&Command{Type: TypeCreate, RequestID: "r1", Now: sec,
+		Paste: &Paste{ID: "a", Content: []byte(secret), Burn: true, TokenHash: HashToken("t")}})
+	if r := l.apply(&Command{Type: TypeConsume, RequestID: "c1", ID: "a", Now: 2 * sec}); string(r.Paste.Content) != secret {
+		t.Fatalf("consume = %+v", r)
+	}
+	raw := snapshotBytes(t, l.f)
+	zr, err := gzip.NewReader(bytes.NewReader(raw[len(snapshotMagic)+1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain, []byte(secret)) {
+		t.Fatal("the snapshot holds the consumed burn paste's content")
+	}
+	f := New()
+	if err := f.Restore(io.NopCloser(bytes.NewReader(raw))); err != nil {
+		t.Fatal(err)
+	}
+	if ts, ok := f.cur.Load().tombs.Get([]byte("a")); !ok || ts.Paste != nil {
+		t.Fatalf("restored tombstone = %+v, %v", ts, ok)
+	}
 }
 
 func FuzzDecode(f *testing.F) {

@@ -14,7 +14,8 @@ import (
 
 // The snapshot format: the magic bytes, then a gzip stream (whose CRC-32
 // checks the data) of msgpack values: a snapshotHeader, then Pastes pastes,
-// Tombs tombRecords and Removed removedRecords.
+// Tombs tombRecords and Removed removedRecords. Tombstones are written
+// without the content of a consumed burn paste.
 const (
 	snapshotMagic   = "PNSNAP"
 	snapshotVersion = 1
@@ -84,8 +85,10 @@ func (sn *snapshot) write(w io.Writer) error {
 	if err := walk(s.pastes, func(_ []byte, p *Paste) error { return enc.Encode(p) }); err != nil {
 		return err
 	}
+	// A consumed burn paste's content lives in memory for its grace
+	// only: it is never written to disk.
 	if err := walk(s.tombs, func(k []byte, t *Tombstone) error {
-		return enc.Encode(&tombRecord{ID: string(k), Tomb: t})
+		return enc.Encode(&tombRecord{ID: string(k), Tomb: t.withoutPaste()})
 	}); err != nil {
 		return err
 	}
@@ -160,7 +163,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if err := dec.Decode(&r); err != nil || r.Tomb == nil {
 			return nil, fmt.Errorf("%w: tombstone %d: %v", ErrSnapshot, i, err)
 		}
-		tx.tombs.Insert([]byte(r.ID), r.Tomb)
+		tx.tombs.Insert([]byte(r.ID), r.Tomb.withoutPaste())
 		tx.tombGC.Insert(timeKey(r.Tomb.At, r.ID), struct{}{})
 	}
 	for i := 0; i < hdr.Removed; i++ {

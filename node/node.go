@@ -221,7 +221,7 @@ func New(cfg Config) (*Node, error) {
 	return &Node{
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "node"),
-		fsm:     fsm.New(),
+		fsm:     fsm.NewLogged(cfg.Logger.With("component", "fsm")),
 		newID:   func() string { return newPasteID(cfg.IDLength) },
 		storage: newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
 		notify:  make(chan bool, 16),
