@@ -71,8 +71,13 @@ func (n *Node) applyOnce(ctx context.Context, data []byte) (*fsm.Result, uint64,
 	return n.applyLocal(ctx, data)
 }
 
-// applyLocal applies data through this node's Raft, which must lead.
+// applyLocal applies data through this node's Raft, which must lead. It
+// proposes only a command that decodes and validates, and whose type every
+// live member knows: nothing else ever reaches the log through pastenode.
 func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
+	if err := n.checkCommand(data); err != nil {
+		return nil, 0, err
+	}
 	timeout := n.cfg.WriteHold
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -94,6 +99,34 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 		}
 	}
 	return res, f.Index(), nil
+}
+
+// checkCommand refuses data unless it is a valid command whose type the
+// oldest live member's protocol knows.
+func (n *Node) checkCommand(data []byte) error {
+	if int64(len(data)) > n.cfg.MaxCommandBytes {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), n.cfg.MaxCommandBytes)
+	}
+	cmd, err := fsm.Decode(data)
+	if err != nil {
+		return err
+	}
+	if need, have := fsm.Since(cmd.Type), n.peerProtocol(); need > have {
+		return fmt.Errorf("%w: %s needs protocol %d, a live member runs %d", ErrOldPeer, cmd.Type, need, have)
+	}
+	return nil
+}
+
+// SetPeerProtocol tells the node how to learn the lowest command protocol
+// among the live members (cluster.MinProtocol). Until it is set, the node
+// assumes every member runs its own fsm.ProtocolVersion.
+func (n *Node) SetPeerProtocol(f func() int) { n.minProto.Store(&f) }
+
+func (n *Node) peerProtocol() int {
+	if f := n.minProto.Load(); f != nil {
+		return (*f)()
+	}
+	return fsm.ProtocolVersion
 }
 
 // retryable reports whether a write may be tried again with the same request

@@ -46,6 +46,9 @@ var (
 	ErrNothingNew = errors.New("nothing new to snapshot")
 	// ErrIDMismatch means the data directory belongs to another node id.
 	ErrIDMismatch = errors.New("data directory belongs to another node id")
+	// ErrOldPeer means a live member runs a version too old to apply the
+	// command: upgrade every node first.
+	ErrOldPeer = errors.New("a cluster member runs an older version that cannot apply this command; upgrade it first")
 
 	errNotLeader = errors.New("not the leader")
 )
@@ -87,7 +90,23 @@ type Config struct {
 	// the quorum stops serving within it; a delete may wait that long
 	// (and a tenth more) for a node that stopped answering.
 	ReadLease time.Duration
+
+	// MaxCommandBytes bounds a command, and the body of every internal
+	// call: the API's largest paste plus its envelope (default 1 MiB plus
+	// CommandEnvelope).
+	MaxCommandBytes int64
+	// IdleTimeout closes a Raft or internal-call connection on the Raft port
+	// that sends nothing for this long (default 5 minutes).
+	IdleTimeout time.Duration
+	// InsecureCluster lets a node whose Raft address is not loopback run
+	// without a ClusterKey: anyone who reaches the port can then write to
+	// the log.
+	InsecureCluster bool
 }
+
+// CommandEnvelope is what a command adds to the paste content it carries:
+// title, language, ids, token hash and msgpack framing, with room to spare.
+const CommandEnvelope = 64 << 10
 
 // Validate checks c and changes nothing; New fills in the defaults first.
 func (c *Config) Validate() error {
@@ -126,7 +145,13 @@ func (c *Config) Validate() error {
 	if err := CheckIDLength(c.IDLength); err != nil {
 		return err
 	}
-	return CheckClusterKey(c.ClusterKey)
+	if err := CheckClusterKey(c.ClusterKey); err != nil {
+		return err
+	}
+	if len(c.ClusterKey) == 0 && !c.InsecureCluster && !IsLoopback(c.RaftAddr) {
+		return fmt.Errorf("raft addr %s is not loopback: %w", c.RaftAddr, ErrNeedKey)
+	}
+	return nil
 }
 
 // withDefaults returns c with the advertise address, the logger and every
@@ -166,6 +191,12 @@ func (c Config) withDefaults() Config {
 	if c.ReadLease == 0 {
 		c.ReadLease = DefaultReadLease
 	}
+	if c.MaxCommandBytes == 0 {
+		c.MaxCommandBytes = 1<<20 + CommandEnvelope
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
 	return c
 }
 
@@ -197,6 +228,7 @@ type Node struct {
 	storage *storageGuard
 
 	notify      chan bool
+	minProto    atomic.Pointer[func() int] // see SetPeerProtocol
 	closing     atomic.Bool
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
@@ -326,7 +358,7 @@ func (n *Node) listen(hlog hclog.Logger) error {
 			return err
 		}
 	}
-	n.mux = newMux(ln, hostPortAddr(n.cfg.AdvertiseAddr), tlsConf)
+	n.mux = newMux(ln, hostPortAddr(n.cfg.AdvertiseAddr), tlsConf, n.cfg.IdleTimeout)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  streamLayer{n.mux.raft},
 		MaxPool: 3,

@@ -28,6 +28,10 @@ func TestConfigValidate(t *testing.T) {
 		{"port zero", func(c *Config) { c.RaftAddr = "127.0.0.1:0" }, "a fixed port"},
 		{"short key", func(c *Config) { c.ClusterKey = make([]byte, 5) }, "want 16, 24 or 32"},
 		{"negative expect", func(c *Config) { c.BootstrapExpect = -1 }, "must be 0 or more"},
+		{"public without a key", func(c *Config) { c.RaftAddr = "10.1.2.3:7000" }, "pastenode keygen"},
+		{"public with a key", func(c *Config) { c.RaftAddr, c.ClusterKey = "10.1.2.3:7000", make([]byte, 32) }, ""},
+		{"public and insecure", func(c *Config) { c.RaftAddr, c.InsecureCluster = "10.1.2.3:7000", true }, ""},
+		{"localhost without a key", func(c *Config) { c.RaftAddr = "localhost:7000" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

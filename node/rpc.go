@@ -32,11 +32,13 @@ type applyReply struct {
 
 // errorCodes carry sentinel errors across the wire.
 var errorCodes = map[string]error{
-	"not_found":  fsm.ErrNotFound,
-	"exists":     fsm.ErrExists,
-	"forbidden":  fsm.ErrForbidden,
-	"not_leader": errNotLeader,
-	"closed":     ErrClosed,
+	"not_found":   fsm.ErrNotFound,
+	"exists":      fsm.ErrExists,
+	"forbidden":   fsm.ErrForbidden,
+	"not_leader":  errNotLeader,
+	"closed":      ErrClosed,
+	"bad_command": fsm.ErrBadCommand,
+	"old_peer":    ErrOldPeer,
 }
 
 func errorCode(err error) string {
@@ -65,6 +67,8 @@ func decodeError(code, msg string) error {
 	return errors.New(msg)
 }
 
+// rpcServer serves the internal calls. Every body is bounded by
+// MaxCommandBytes, and every connection has read, write and idle deadlines.
 func (n *Node) rpcServer() *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /internal/v1/apply", n.handleApply)
@@ -72,9 +76,18 @@ func (n *Node) rpcServer() *http.Server {
 	mux.HandleFunc("GET /internal/v1/stats", n.handleStats)
 	mux.HandleFunc("POST /internal/v1/lease", n.handleLease)
 	mux.HandleFunc("POST /internal/v1/removal-safe", n.handleRemovalSafe)
+	mux.HandleFunc("GET /internal/v1/identity", n.handleIdentity)
+	limit := n.cfg.MaxCommandBytes
 	return &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+			mux.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: min(10*time.Second, n.cfg.IdleTimeout),
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      n.cfg.WriteHold + 30*time.Second,
+		IdleTimeout:       min(n.cfg.IdleTimeout, 2*time.Minute),
+		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          nil,
 	}
 }
@@ -85,17 +98,20 @@ func (n *Node) rpcClient() *http.Client {
 			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 				return n.mux.dial(ctx, addr, muxRPC)
 			},
-			MaxIdleConnsPerHost: 8,
-			IdleConnTimeout:     30 * time.Second,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       30 * time.Second,
+			ResponseHeaderTimeout: n.cfg.WriteHold + 10*time.Second,
 		},
 	}
 }
 
 // handleApply applies a forwarded command if this node leads. It does not
-// retry: the forwarding node owns the retry loop.
+// retry: the forwarding node owns the retry loop. applyLocal refuses a
+// command that does not validate, so a forged body never reaches the log.
 func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
 	var reply applyReply
@@ -180,7 +196,7 @@ func (n *Node) call(ctx context.Context, method, path string, body []byte) (*app
 		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, n.cfg.MaxCommandBytes))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
 	}

@@ -33,14 +33,15 @@ type muxListener struct {
 	ln      net.Listener
 	tls     *tls.Config // nil without a cluster key
 	addr    net.Addr    // the advertised address
+	idle    time.Duration
 	raft    *chanListener
 	rpc     *chanListener
 	closeMu sync.Once
 	done    chan struct{}
 }
 
-func newMux(ln net.Listener, advertise net.Addr, tlsConf *tls.Config) *muxListener {
-	m := &muxListener{ln: ln, tls: tlsConf, addr: advertise, done: make(chan struct{})}
+func newMux(ln net.Listener, advertise net.Addr, tlsConf *tls.Config, idle time.Duration) *muxListener {
+	m := &muxListener{ln: ln, tls: tlsConf, addr: advertise, idle: idle, done: make(chan struct{})}
 	m.raft = &chanListener{m: m, conns: make(chan net.Conn)}
 	m.rpc = &chanListener{m: m, conns: make(chan net.Conn)}
 	return m
@@ -67,7 +68,11 @@ func (m *muxListener) serve() {
 }
 
 // route reads the protocol byte off its own goroutine, so that a slow or
-// silent client cannot hold up other connections.
+// silent client cannot hold up other connections. The TLS handshake and
+// the protocol byte must come within 10 seconds. A Raft connection is then
+// closed once it stays silent for the idle timeout (Raft's own transport
+// sets no deadline on the serving side; its peers redial); the internal
+// HTTP server applies its own timeouts.
 func (m *muxListener) route(c net.Conn) {
 	if m.tls != nil {
 		c = tls.Server(c, m.tls)
@@ -83,6 +88,7 @@ func (m *muxListener) route(c net.Conn) {
 	switch b[0] {
 	case muxRaft:
 		to = m.raft
+		c = &idleConn{Conn: c, idle: m.idle}
 	case muxRPC:
 		to = m.rpc
 	default:
@@ -125,6 +131,19 @@ func (m *muxListener) dial(ctx context.Context, addr string, proto byte) (net.Co
 		return nil, err
 	}
 	return c, nil
+}
+
+// idleConn fails a Read that waits longer than idle for data.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
 }
 
 // chanListener is the net.Listener for one protocol of the mux.

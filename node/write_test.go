@@ -11,9 +11,9 @@ import (
 	"github.com/pastenode/pastenode/fsm"
 )
 
-// openNode opens a single-voter node in a temporary dir and waits until it
-// is ready.
-func openNode(t *testing.T) *Node {
+// openNode opens a single-voter node in a temporary dir, with the changes
+// to its Config, and waits until it is ready.
+func openNode(t *testing.T, changes ...func(*Config)) *Node {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -21,7 +21,11 @@ func openNode(t *testing.T) *Node {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	n, err := New(Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: addr, BootstrapExpect: 1, TimeScale: 0.1})
+	cfg := Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: addr, BootstrapExpect: 1, TimeScale: 0.1}
+	for _, c := range changes {
+		c(&cfg)
+	}
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,21 @@
+package fsm
+
+import "math"
+
+// ProtocolVersion is the newest command protocol this version applies.
+// Nodes advertise it in gossip, and a leader proposes a command only when
+// every live member's protocol knows the command's type (Since), so that a
+// rolling upgrade never hands an old follower a command it cannot apply.
+// Raise it, and give the new types their Since, whenever a command type is
+// added or changes meaning.
+const ProtocolVersion = 1
+
+// Since returns the protocol version that introduced command type t, or
+// math.MaxInt for a type this version does not know.
+func Since(t Type) int {
+	switch t {
+	case TypeCreate, TypeDelete, TypeConsume, TypeExpire, TypeRemoveNode, TypeAllowNode:
+		return 1
+	}
+	return math.MaxInt
+}
