@@ -27,6 +27,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -56,6 +57,9 @@ type Node interface {
 	ServerStats(ctx context.Context, id, raftAddr string) (node.ServerStats, error)
 	// NewAutopilot returns an autopilot over the node's Raft.
 	NewAutopilot(app autopilot.ApplicationIntegration, opts ...autopilot.Option) *autopilot.Autopilot
+	// VerifyPeer checks over the authenticated internal RPC that the node
+	// at raftAddr is node id.
+	VerifyPeer(ctx context.Context, id, raftAddr string) error
 }
 
 // Config configures a Cluster.
@@ -71,6 +75,9 @@ type Config struct {
 	DataDir         string // where to remember gossip peers; "" forgets them
 	Version         string
 	Logger          *slog.Logger
+	// InsecureCluster lets gossip bind beyond loopback without a
+	// ClusterKey.
+	InsecureCluster bool
 	// TimeScale below 1 selects memberlist's fast local timings and shortens
 	// autopilot's stabilisation time, for tests.
 	TimeScale float64
@@ -87,6 +94,9 @@ func (c *Config) Validate() error {
 	if err := node.CheckClusterKey(c.ClusterKey); err != nil {
 		return err
 	}
+	if len(c.ClusterKey) == 0 && !c.InsecureCluster && !node.IsLoopback(c.GossipAddr) {
+		return fmt.Errorf("gossip addr %s is not loopback: %w", c.GossipAddr, node.ErrNeedKey)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -102,6 +112,9 @@ type meta struct {
 	RaftAddr string `msgpack:"r"`
 	APIAddr  string `msgpack:"a"`
 	Version  string `msgpack:"v"`
+	// Protocol is the newest command protocol the node applies
+	// (fsm.ProtocolVersion); 0, from a node older than the field, means 1.
+	Protocol int    `msgpack:"pv,omitempty"`
 	Expect   int    `msgpack:"e"`
 	HasState bool   `msgpack:"s"`
 	Proposal string `msgpack:"p,omitempty"` // hash of the bootstrap set this node proposes
@@ -137,7 +150,8 @@ type Cluster struct {
 	advertiseIP  net.IP // set by Start
 	gossipPort   int
 	suspectAfter time.Duration
-	savedPeers   []string // what savePeers last wrote
+	savedPeers   []string             // what savePeers last wrote
+	unverified   map[string]time.Time // member id -> last warning that it was not verified
 
 	ap        atomic.Pointer[autopilot.Autopilot] // set while autopilot runs here
 	wake      chan struct{}                       // nudges the leader's reconcile after gossip events
@@ -165,6 +179,7 @@ func New(cfg Config) (*Cluster, error) {
 			RaftAddr: cfg.RaftAddr,
 			APIAddr:  cfg.APIAddr,
 			Version:  cfg.Version,
+			Protocol: fsm.ProtocolVersion,
 			Expect:   cfg.BootstrapExpect,
 		},
 		members:   make(map[string]*member),
@@ -316,6 +331,29 @@ func (c *Cluster) Members() []pastenode.Member {
 	}
 	slices.SortFunc(out, func(a, b pastenode.Member) int { return cmpString(a.ID, b.ID) })
 	return out
+}
+
+// MinProtocol returns the lowest command protocol among this node and the
+// live gossip members. The node proposes no command type newer than that
+// (node.SetPeerProtocol), so that an old follower never meets a command it
+// cannot apply during a rolling upgrade.
+func (c *Cluster) MinProtocol() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	low := protocolOf(c.self)
+	for _, m := range c.members {
+		if m.state == "alive" {
+			low = min(low, protocolOf(m.meta))
+		}
+	}
+	return low
+}
+
+func protocolOf(m meta) int {
+	if m.Protocol == 0 {
+		return 1
+	}
+	return m.Protocol
 }
 
 func cmpString(a, b string) int {

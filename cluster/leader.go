@@ -99,9 +99,9 @@ func (c *Cluster) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.cfg.TimeScale)
 }
 
-// reconcile adds live gossip members that Raft does not have (autopilot
-// adds them as non-voters and promotes them once healthy) and removes the
-// servers an operator removed. It never removes a server for being dead.
+// reconcile adds live gossip members that Raft does not have, once they
+// proved who they are (autopilot adds them as non-voters and promotes them
+// once healthy), and removes the servers an operator removed. It never removes a server for being dead.
 func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 	servers, err := c.node.Servers()
 	if err != nil {
@@ -142,12 +142,41 @@ func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 	}
 	c.mu.Unlock()
 	for _, s := range add {
+		if err := c.verify(s); err != nil {
+			continue
+		}
 		if err := ap.AddServer(s); err != nil {
 			c.log.Warn("add server", "id", s.ID, "err", err)
 		} else {
 			c.log.Info("added server to raft", "id", s.ID, "addr", s.Address)
 		}
 	}
+}
+
+// verify checks that the member s is the node it claims to be, over the
+// internal RPC, before it is added to Raft: with a cluster key that call
+// runs over mutual TLS pinned to the key, so a member that cannot prove the
+// key is never added, whatever its gossip says. A failure is logged once
+// per member and minute.
+func (c *Cluster) verify(s *autopilot.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.scaled(2*time.Second)+time.Second)
+	defer cancel()
+	err := c.node.VerifyPeer(ctx, string(s.ID), string(s.Address))
+	if err == nil {
+		return nil
+	}
+	c.mu.Lock()
+	if c.unverified == nil {
+		c.unverified = map[string]time.Time{}
+	}
+	last := c.unverified[string(s.ID)]
+	if time.Since(last) > time.Minute {
+		c.unverified[string(s.ID)] = time.Now()
+		c.log.Warn("not adding a gossip member that did not prove its identity over the cluster RPC",
+			"id", s.ID, "addr", s.Address, "err", err)
+	}
+	c.mu.Unlock()
+	return err
 }
 
 // removedLoop makes a node that an operator removed leave gossip, so that

@@ -54,6 +54,9 @@ type testNode struct {
 	expect     int
 	join       []string
 	key        []byte
+	// raftKey, when set, is the node's Raft key in place of key: a member
+	// that gossips with the cluster key but cannot prove it on the Raft port.
+	raftKey []byte
 
 	node *node.Node
 	cl   *cluster.Cluster
@@ -135,12 +138,16 @@ func (tc *testCluster) start(i int) {
 		tc.tb.Fatalf("start %s: already running", tn.id)
 	}
 	logger := slog.New(slog.NewTextHandler(tc.logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", tn.id)
+	raftKey := tn.key
+	if tn.raftKey != nil {
+		raftKey = tn.raftKey
+	}
 	n, err := node.New(node.Config{
 		ID:              tn.id,
 		DataDir:         tn.dir,
 		RaftAddr:        tn.raftAddr,
 		BootstrapExpect: tn.expect,
-		ClusterKey:      tn.key,
+		ClusterKey:      raftKey,
 		Logger:          logger,
 		TimeScale:       timeScale,
 		WriteHold:       tc.hold,
@@ -173,6 +180,7 @@ func (tc *testCluster) start(i int) {
 		n.Close()
 		tc.tb.Fatalf("new cluster %s: %v", tn.id, err)
 	}
+	n.SetPeerProtocol(cl.MinProtocol)
 	if err := cl.Start(context.Background()); err != nil {
 		srv.Close()
 		n.Close()
