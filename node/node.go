@@ -292,13 +292,18 @@ func (n *Node) Open(ctx context.Context) (err error) {
 			n.closeResources()
 		}
 	}()
+	defer recoverFault(n.cfg.DataDir, &err)()
 
+	boltPath := filepath.Join(n.cfg.DataDir, "raft.db")
+	if err := checkBoltFile(boltPath); err != nil {
+		return err
+	}
 	n.bolt, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(n.cfg.DataDir, "raft.db"),
+		Path:        boltPath,
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
 	})
 	if err != nil {
-		return fmt.Errorf("open raft log: %w", err)
+		return fmt.Errorf("open raft log %s: %w", boltPath, err)
 	}
 	logs, err := raft.NewLogCache(512, n.bolt)
 	if err != nil {
@@ -309,6 +314,9 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("open snapshot store: %w", err)
+	}
+	if err := checkSnapshots(n.cfg.DataDir, n.bolt, snaps); err != nil {
+		return err
 	}
 
 	if err := n.listen(hlog); err != nil {
@@ -323,7 +331,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	n.raft, err = raft.NewRaft(rc, gatedFSM{n}, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
 		guardedSnapshots{snaps, n.storage}, n.trans)
 	if err != nil {
-		return fmt.Errorf("start raft: %w", err)
+		return raftStartError(n.cfg.DataDir, err)
 	}
 	if !has && n.cfg.BootstrapExpect == 1 {
 		if err := n.Bootstrap([]raft.Server{n.self()}); err != nil {
