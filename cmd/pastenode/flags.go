@@ -33,6 +33,7 @@ type config struct {
 	BasePath        string
 	IDLength        int
 	ClusterKey      []byte
+	InsecureCluster bool
 	AdminToken      string
 	TLSCert         string
 	TLSKey          string
@@ -96,6 +97,7 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.BasePath, "base-path", "", "path prefix every route is served under, e.g. /paste (default: the root)")
 	fs.IntVar(&c.IDLength, "id-length", node.IDLen, "characters in new paste ids, at least 10")
 	fs.StringVar(&text.key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
+	fs.BoolVar(&c.InsecureCluster, "insecure-cluster", false, "allow non-loopback --raft-addr/--gossip-addr without --cluster-key: anyone who reaches them can write to the cluster")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
@@ -167,6 +169,13 @@ func (c *config) check() error {
 	}
 	if c.NodeID == "" {
 		return usageError{errors.New("--node-id is empty and the host name is unknown")}
+	}
+	if len(c.ClusterKey) == 0 && !c.InsecureCluster {
+		for _, f := range []struct{ name, addr string }{{"raft-addr", c.RaftAddr}, {"gossip-addr", c.GossipAddr}} {
+			if !node.IsLoopback(f.addr) {
+				return usageError{fmt.Errorf("--%s %s is not loopback: %w", f.name, f.addr, node.ErrNeedKey)}
+			}
+		}
 	}
 	if c.BootstrapExpect < 0 {
 		return badFlag("bootstrap-expect", errors.New("must be 0 or more"))

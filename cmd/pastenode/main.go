@@ -1,11 +1,13 @@
 // Command pastenode runs one node of a pastenode cluster: the Raft-replicated
 // paste store, its HTTP API and web UI. `pastenode mirror` serves an
 // exported CDB file read-only instead; `pastenode restore` prepares a data
-// dir from a backup.
+// dir from a backup, and `pastenode keygen` prints a fresh cluster key.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +46,9 @@ func (e usageError) Unwrap() error { return e.error }
 
 // run parses args and runs a node, or the mirror, until ctx ends.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "keygen" {
+		return keygen(args[1:], os.Stdout)
+	}
 	if len(args) > 0 && args[0] == "mirror" {
 		cfg, err := parseMirrorFlags(args[1:], os.LookupEnv, stderr)
 		if err != nil {
@@ -63,6 +68,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return serve(ctx, cfg, cfg.Log.logger(stderr))
+}
+
+// keygen prints a fresh random cluster key: base64 of 32 bytes, for
+// --cluster-key.
+func keygen(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("keygen takes no arguments, got %q", args[0])}
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	_, err := fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(key))
+	return err
 }
 
 // logConfig is what --log-level and --log-format say; both commands take

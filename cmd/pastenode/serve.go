@@ -24,6 +24,10 @@ import (
 // serve runs a node until ctx ends, then stops it cleanly: the HTTP server
 // drains, a leader hands over leadership, Raft shuts down and files close.
 func serve(ctx context.Context, c *config, log *slog.Logger) error {
+	if c.InsecureCluster && len(c.ClusterKey) == 0 {
+		log.Warn("--insecure-cluster: node-to-node traffic is neither authenticated nor encrypted; " +
+			"anyone who reaches the raft or gossip port can read every paste and write to the cluster")
+	}
 	n, err := node.New(nodeConfig(c, log))
 	if err != nil {
 		return usageError{err}
@@ -41,6 +45,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return usageError{err}
 	}
+	n.SetPeerProtocol(cl.MinProtocol)
 	if err := cl.Start(ctx); err != nil {
 		return err
 	}
@@ -72,6 +77,8 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		AdvertiseAddr:   net.JoinHostPort(c.AdvertiseHost, portOf(c.RaftAddr)),
 		BootstrapExpect: c.BootstrapExpect,
 		ClusterKey:      c.ClusterKey,
+		InsecureCluster: c.InsecureCluster,
+		MaxCommandBytes: c.MaxPasteSize + node.CommandEnvelope,
 		Logger:          log,
 		TimeScale:       c.TimeScale,
 		StorageReserve:  c.StorageReserve,
@@ -88,6 +95,7 @@ func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
 		AdvertiseHost:   c.AdvertiseHost,
 		Join:            c.Join,
 		ClusterKey:      c.ClusterKey,
+		InsecureCluster: c.InsecureCluster,
 		BootstrapExpect: c.BootstrapExpect,
 		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, portOf(c.RaftAddr)),
 		APIAddr:         net.JoinHostPort(c.AdvertiseHost, portOf(c.HTTPAddr)),
