@@ -83,9 +83,20 @@ bench-go:
 docker-image: static
 	docker build -t $(IMAGE) .
 
-# Bring up the three-node cluster of docker-compose.cluster.yml.
-cluster-up: static
+# Bring up the three-node cluster of docker-compose.cluster.yml, with the
+# cluster key and admin token of .env.
+cluster-up: static .env
 	docker-compose -f docker-compose.cluster.yml up -d --build
+
+# .env (git-ignored) holds the compose cluster's secrets: fresh random
+# values, written once and kept, so that the nodes keep their key across
+# restarts. Delete it (and `make cluster-down` with -v) to start afresh.
+.env:
+	@umask 077; { \
+		printf 'PASTE_CLUSTER_KEY=%s\n' "$$(head -c 32 /dev/urandom | base64)"; \
+		printf 'PASTE_ADMIN_TOKEN=%s\n' "$$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"; \
+	} > $@
+	@echo "wrote $@: a fresh cluster key and admin token for docker-compose"
 
 cluster-down:
 	docker-compose -f docker-compose.cluster.yml down

@@ -9,6 +9,9 @@ package compose
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -34,6 +37,23 @@ type stack struct {
 	t    *testing.T
 	repo string
 	file string
+	// secrets are the PASTE_CLUSTER_KEY and PASTE_ADMIN_TOKEN of this run,
+	// fresh random values: the compose file ships none.
+	secrets []string
+}
+
+// freshSecrets returns a random cluster key and admin token as environment
+// entries.
+func freshSecrets(t *testing.T) []string {
+	t.Helper()
+	key, token := make([]byte, 32), make([]byte, 24)
+	if _, err := crand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crand.Read(token); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PASTE_CLUSTER_KEY=" + base64.StdEncoding.EncodeToString(key), "PASTE_ADMIN_TOKEN=" + hex.EncodeToString(token)}
 }
 
 func repoRoot(t *testing.T) string {
@@ -87,7 +107,7 @@ func (s *stack) try(name string, args ...string) (string, error) {
 	defer cancel()
 	c := exec.CommandContext(ctx, name, args...)
 	c.Dir = s.repo
-	c.Env = append(os.Environ(), "CGO_ENABLED=0")
+	c.Env = append(append(os.Environ(), "CGO_ENABLED=0"), s.secrets...)
 	out, err := c.CombinedOutput()
 	return string(out), err
 }
@@ -116,6 +136,7 @@ func (s *stack) pastectl(node string, stdin string, args ...string) (string, err
 	full := append([]string{"-f", s.file, "-p", project, "exec", "-T", node, "/pastectl"}, args...)
 	c := exec.Command("docker-compose", full...)
 	c.Dir = s.repo
+	c.Env = append(os.Environ(), s.secrets...)
 	c.Stdin = strings.NewReader(stdin)
 	out, err := c.CombinedOutput()
 	return string(out), err
@@ -125,7 +146,7 @@ func up(t *testing.T) *stack {
 	t.Helper()
 	requireDocker(t)
 	repo := repoRoot(t)
-	s := &stack{t: t, repo: repo, file: filepath.Join(repo, "docker-compose.cluster.yml")}
+	s := &stack{t: t, repo: repo, file: filepath.Join(repo, "docker-compose.cluster.yml"), secrets: freshSecrets(t)}
 	s.cmd("go", "build", "-trimpath", "-o", "bin/static/", "./cmd/pastenode", "./cmd/pastectl")
 	// Clear leftovers of an earlier run that was killed before its cleanup.
 	_, _ = s.try("docker-compose", "-f", s.file, "-p", project, "down", "-v", "--remove-orphans")
