@@ -2,11 +2,13 @@ package cluster_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -58,6 +60,41 @@ func TestGossipBeyondLoopbackNeedsAKey(t *testing.T) {
 		}
 		if err != nil && (!errors.Is(err, node.ErrNeedKey) || !strings.Contains(err.Error(), "pastenode keygen")) {
 			t.Errorf("%s: error %q does not say how to make a key", tt.addr, err)
+		}
+	}
+}
+
+// TestPoisonEntryLeavesTheClusterServing commits garbage straight through
+// the leader's Raft, as a forged internal call could before the leader
+// checked commands, and checks that every node skips it alike, keeps
+// serving and restarts over it.
+func TestPoisonEntryLeavesTheClusterServing(t *testing.T) {
+	tc := startCluster(t, 3, clusterOptions{})
+	l := tc.leader()
+	before := createPaste(t, tc.nodes[l].node, "before the poison", false)
+	f := tc.nodes[l].node.Raft().Apply([]byte{0xc1}, 5*time.Second)
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	res, ok := f.Response().(*fsm.Result)
+	if !ok || !errors.Is(res.Err, fsm.ErrBadCommand) {
+		t.Fatalf("leader's result for the poison entry = %#v, want ErrBadCommand", f.Response())
+	}
+	poison := f.Index()
+	for i := range 3 {
+		n := tc.nodes[i].node
+		waitFor(t, 10*time.Second, func() bool { return n.Raft().AppliedIndex() >= poison }, n.ID()+" to apply past the poison entry")
+	}
+	after := postPaste(t, tc.nodes[tc.followers()[0]].URL, "after the poison", false)
+	f1 := tc.followers()[1]
+	tc.stop(f1)
+	tc.restart(f1)
+	for _, i := range []int{0, 1, 2} {
+		for id, want := range map[string]string{before: "before the poison", after: "after the poison"} {
+			waitFor(t, 10*time.Second, func() bool {
+				status, body, err := getRaw(tc.nodes[i].URL, id)
+				return err == nil && status == 200 && body == want
+			}, fmt.Sprintf("%s on %s after the poison and a restart", id, tc.nodes[i].id))
 		}
 	}
 }
