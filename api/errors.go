@@ -42,6 +42,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusInsufficientStorage, err.Error()
 	case errors.Is(err, node.ErrUnavailable):
 		return http.StatusServiceUnavailable, "cannot confirm the read with the cluster right now, retry later (or ask for ?stale=true)"
+	case errors.Is(err, node.ErrOldPeer):
+		return http.StatusServiceUnavailable, "a cluster member runs an older pastenode that cannot apply this write: upgrade every node, then retry"
 	case errors.Is(err, node.ErrClosed):
 		return http.StatusServiceUnavailable, "node is shutting down, retry on another node"
 	case errors.Is(err, cluster.ErrUnknownNode):
