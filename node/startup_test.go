@@ -1,8 +1,11 @@
 package node
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +102,47 @@ func TestIntactDataDirReopens(t *testing.T) {
 	cfg := closedNodeWithData(t)
 	if err := reopen(t, cfg); err != nil {
 		t.Fatalf("reopen of an intact data dir: %v", err)
+	}
+}
+
+// TestSnapshotFileHoldsNoConsumedContent consumes a burn paste and takes a
+// snapshot at once, well within the consume grace, and checks that the
+// snapshot file on disk does not hold the content.
+func TestSnapshotFileHoldsNoConsumedContent(t *testing.T) {
+	n := openNode(t)
+	ctx := context.Background()
+	secret := "burn-this-3e1f0a7c9d"
+	p, err := n.Create(ctx, CreateRequest{Content: []byte(secret), Burn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.Consume(ctx, p.ID)
+	if err != nil || string(got.Content) != secret {
+		t.Fatalf("consume = %v, %v", got, err)
+	}
+	if _, err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	states, _ := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "state.bin"))
+	if len(states) == 0 {
+		t.Fatal("no snapshot file")
+	}
+	for _, path := range states {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The format is a 7-byte header, then gzip.
+		zr, err := gzip.NewReader(bytes.NewReader(raw[7:]))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if bytes.Contains(plain, []byte(secret)) || bytes.Contains(raw, []byte(secret)) {
+			t.Fatalf("%s holds the consumed burn paste's content", path)
+		}
 	}
 }
