@@ -6,7 +6,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE     ?= pastenode:local
 PROMTOOL  ?= promtool
 
-.PHONY: all build static test test-unit check-deploy jepsen-short jepsen bench bench-go vet fmt docker-image cluster-up cluster-down clean
+.PHONY: all build static test test-unit check-deploy audit jepsen-short jepsen bench bench-go vet fmt docker-image cluster-up cluster-down clean
 
 all: build
 
@@ -65,6 +65,11 @@ jepsen-short:
 jepsen:
 	@mkdir -p $(BIN)/jepsen
 	PASTE_JEPSEN_DURATION=$${PASTE_JEPSEN_DURATION:-180s} PASTE_JEPSEN_FAULT_GAP=$${PASTE_JEPSEN_FAULT_GAP:-1s} $(JEPSEN_RUN) -timeout 30m ./test/e2e/jepsen
+
+# Replay the security audit's hostile requests against the real binaries
+# (the TestAudit* tests of test/e2e).
+audit:
+	$(GO) test -count=1 -v -run '^TestAudit' ./test/e2e/
 
 # The comparison of BENCHMARKS.md: pastenode against a bare net/http
 # handler, nginx, etcd and kawipiko-server, one table in
