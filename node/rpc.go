@@ -119,6 +119,8 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		reply.Err = "closed"
 	} else if n.raft.State() != raft.Leader {
 		reply.Err = "not_leader"
+	} else if err := checkForwarded(data, time.Now()); err != nil {
+		reply.Err, reply.Msg = errorCode(err), err.Error()
 	} else if err := n.admitForwarded(data); err != nil {
 		reply.Err, reply.Msg = "storage_full", err.Error()
 	} else if res, index, err := n.applyLocal(r.Context(), data); err != nil {
@@ -130,6 +132,28 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeMsgpack(w, &reply)
+}
+
+// maxForwardSkew is how far a forwarded command's clock may be from the
+// leader's. Nodes keep their clocks in sync with NTP; a command stamped
+// years away is forged.
+const maxForwardSkew = time.Hour
+
+// checkForwarded refuses what no follower sends: a command that does not
+// decode, an Expire (only the leader's reaper proposes those, locally), or
+// one whose clock is far from the leader's now.
+func checkForwarded(data []byte, now time.Time) error {
+	cmd, err := fsm.Decode(data)
+	if err != nil {
+		return err
+	}
+	if cmd.Type == fsm.TypeExpire {
+		return fmt.Errorf("%w: %s is proposed by the leader only", fsm.ErrBadCommand, cmd.Type)
+	}
+	if skew := time.Duration(cmd.Now - now.UnixNano()).Abs(); skew > maxForwardSkew {
+		return fmt.Errorf("%w: %s stamped %v away from the leader's clock", fsm.ErrBadCommand, cmd.Type, skew.Round(time.Second))
+	}
+	return nil
 }
 
 func (n *Node) handleReadIndex(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,28 @@ func TestForgedInternalApplyNeverReachesTheLog(t *testing.T) {
 			t.Fatalf("body %x: reply %+v, want bad_command", body, reply)
 		}
 	}
+	now := time.Now().UnixNano()
+	forged := []*fsm.Command{
+		{Type: fsm.TypeExpire, Now: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
+		{Type: fsm.TypeExpire, Now: now},
+		{Type: fsm.TypeDelete, ID: "x", Admin: true, Now: now - int64(24*time.Hour)},
+		{Type: fsm.TypeConsume, ID: "x"},
+	}
+	for _, c := range forged {
+		body, err := fsm.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply", body)
+		var reply applyReply
+		if err := msgpack.NewDecoder(resp.Body).Decode(&reply); err != nil {
+			t.Fatalf("%+v: reply: %v", c, err)
+		}
+		resp.Body.Close()
+		if reply.Err != "bad_command" {
+			t.Fatalf("forwarded %s at %d: reply %+v, want bad_command", c.Type, c.Now, reply)
+		}
+	}
 	big := bytes.Repeat([]byte{'x'}, 1<<20)
 	if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over the limit got %s, want 413", resp.Status)
