@@ -3,7 +3,9 @@
 // --bootstrap-expect nodes together, and, on the leader, reconciling live
 // members into Raft voters with hashicorp/raft-autopilot.
 //
-// Gossip decides who may be added; it never removes anyone. A node that
+// Gossip proposes who may be added, and the leader adds a member only once
+// it proved its identity over the authenticated internal RPC; gossip never
+// removes anyone. A node that
 // stops, crashes or leaves stays a voter, so a rolling restart never shrinks
 // the cluster. Only an operator removes a node, through a replicated command
 // that also keeps gossip from adding it back.
