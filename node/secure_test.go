@@ -143,7 +143,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func TestIdleRaftConnectionIsClosed(t *testing.T) {
 	n := openNode(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
-	for _, first := range [][]byte{{muxRaft}, {muxRPC}} {
+	for _, first := range [][]byte{nil, {muxRaft}, {muxRPC}} {
 		c, err := net.Dial("tcp", n.cfg.RaftAddr)
 		if err != nil {
 			t.Fatal(err)

@@ -69,7 +69,8 @@ func (m *muxListener) serve() {
 
 // route reads the protocol byte off its own goroutine, so that a slow or
 // silent client cannot hold up other connections. The TLS handshake and
-// the protocol byte must come within 10 seconds. A Raft connection is then
+// the protocol byte must come within 10 seconds (or the idle timeout, if
+// shorter). A Raft connection is then
 // closed once it stays silent for the idle timeout (Raft's own transport
 // sets no deadline on the serving side; its peers redial); the internal
 // HTTP server applies its own timeouts.
@@ -77,7 +78,7 @@ func (m *muxListener) route(c net.Conn) {
 	if m.tls != nil {
 		c = tls.Server(c, m.tls)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetReadDeadline(time.Now().Add(min(10*time.Second, m.idle)))
 	var b [1]byte
 	if _, err := c.Read(b[:]); err != nil {
 		c.Close()
