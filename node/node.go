@@ -294,30 +294,12 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	}()
 	defer recoverFault(n.cfg.DataDir, &err)()
 
-	boltPath := filepath.Join(n.cfg.DataDir, "raft.db")
-	if err := checkBoltFile(boltPath); err != nil {
+	hlog := newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn)
+	logs, snaps, err := n.openStores(hlog)
+	if err != nil {
 		return err
-	}
-	n.bolt, err = raftboltdb.New(raftboltdb.Options{
-		Path:        boltPath,
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
-	})
-	if err != nil {
-		return fmt.Errorf("open raft log %s: %w", boltPath, err)
-	}
-	logs, err := raft.NewLogCache(512, n.bolt)
-	if err != nil {
-		return fmt.Errorf("log cache: %w", err)
 	}
 	n.logs = logs
-	hlog := newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
-	if err != nil {
-		return fmt.Errorf("open snapshot store: %w", err)
-	}
-	if err := checkSnapshots(n.cfg.DataDir, n.bolt, snaps); err != nil {
-		return err
-	}
 
 	if err := n.listen(hlog); err != nil {
 		return err
@@ -352,6 +334,38 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	go func() { defer n.wg.Done(); n.catchUpAtStart() }()
 	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has)
 	return nil
+}
+
+// openStores opens the Raft log (bolt) and the snapshot store, and refuses
+// a data dir that Raft could not start from, naming the damaged file.
+func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore, error) {
+	boltPath := filepath.Join(n.cfg.DataDir, "raft.db")
+	if err := checkBoltFile(boltPath); err != nil {
+		return nil, nil, err
+	}
+	var err error
+	n.bolt, err = raftboltdb.New(raftboltdb.Options{
+		Path:        boltPath,
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+	})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, nil, fmt.Errorf("open raft log %s: locked: another pastenode runs on data dir %s", boltPath, n.cfg.DataDir)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open raft log %s: %w", boltPath, err)
+	}
+	logs, err := raft.NewLogCache(512, n.bolt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	if err := checkSnapshots(n.cfg.DataDir, n.bolt, snaps); err != nil {
+		return nil, nil, err
+	}
+	return logs, snaps, nil
 }
 
 func (n *Node) listen(hlog hclog.Logger) error {

@@ -146,3 +146,13 @@ func TestSnapshotFileHoldsNoConsumedContent(t *testing.T) {
 		}
 	}
 }
+
+func TestSecondNodeOnADataDirSaysItIsLocked(t *testing.T) {
+	n := openNode(t)
+	cfg := n.cfg
+	cfg.RaftAddr, cfg.AdvertiseAddr = "127.0.0.1:1", "127.0.0.1:1"
+	err := reopen(t, cfg)
+	if err == nil || !strings.Contains(err.Error(), "another pastenode runs on data dir "+cfg.DataDir) {
+		t.Fatalf("open of a data dir in use: %v; want an error saying it is locked", err)
+	}
+}
