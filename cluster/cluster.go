@@ -335,16 +335,23 @@ func (c *Cluster) Members() []pastenode.Member {
 	return out
 }
 
-// MinProtocol returns the lowest command protocol among this node and the
-// live gossip members. The node proposes no command type newer than that
-// (node.SetPeerProtocol), so that an old follower never meets a command it
-// cannot apply during a rolling upgrade.
+// MinProtocol returns the lowest command protocol among this node, the live
+// gossip members, and the Raft servers as gossip last described them (a
+// voter that is down now comes back with the version it had, unless it was
+// upgraded meanwhile, which gossip then reports). The node proposes no
+// command type newer than that (node.SetPeerProtocol), so that an old
+// follower never meets a command it cannot apply during a rolling upgrade.
 func (c *Cluster) MinProtocol() int {
+	servers, _ := c.node.Servers()
+	inRaft := make(map[string]bool, len(servers))
+	for _, s := range servers {
+		inRaft[s.ID] = true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	low := protocolOf(c.self)
-	for _, m := range c.members {
-		if m.state == "alive" {
+	for id, m := range c.members {
+		if m.state == "alive" || inRaft[id] {
 			low = min(low, protocolOf(m.meta))
 		}
 	}

@@ -8,10 +8,12 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/node"
 )
 
-func TestMinProtocolIsTheOldestLiveMember(t *testing.T) {
-	c := &Cluster{self: meta{Protocol: fsm.ProtocolVersion + 1}, members: map[string]*member{},
+func TestMinProtocolIsTheOldestMember(t *testing.T) {
+	raftServers := &serversOnly{}
+	c := &Cluster{self: meta{Protocol: fsm.ProtocolVersion + 1}, members: map[string]*member{}, node: raftServers,
 		wake: make(chan struct{}, 1), peersWake: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
 	ev := (*events)(c)
 	join := func(name string, m meta) {
@@ -34,13 +36,29 @@ func TestMinProtocolIsTheOldestLiveMember(t *testing.T) {
 	if got := c.MinProtocol(); got != 1 {
 		t.Fatalf("with a member that advertises no protocol: MinProtocol = %d, want 1", got)
 	}
-	// A member that is gone no longer holds the others back.
+	// A Raft server that is down still holds the others back: it comes
+	// back with the version it had.
+	raftServers.servers = []node.Server{{ID: "old"}, {ID: "current"}}
 	ev.NotifyLeave(&memberlist.Node{Name: "old", Meta: mustMeta(t, meta{})})
 	ev.NotifyLeave(&memberlist.Node{Name: "current", Meta: mustMeta(t, meta{Protocol: fsm.ProtocolVersion})})
+	if got := c.MinProtocol(); got != 1 {
+		t.Fatalf("with an old voter down: MinProtocol = %d, want 1", got)
+	}
+	// Once it is upgraded, or out of Raft, it no longer does.
+	join("old", meta{Protocol: fsm.ProtocolVersion + 1})
+	raftServers.servers = []node.Server{{ID: "old"}}
 	if got := c.MinProtocol(); got != fsm.ProtocolVersion+1 {
-		t.Fatalf("after the old members left: MinProtocol = %d", got)
+		t.Fatalf("after the upgrade and a removal: MinProtocol = %d, want %d", got, fsm.ProtocolVersion+1)
 	}
 }
+
+// serversOnly is a Node whose only working method is Servers.
+type serversOnly struct {
+	Node
+	servers []node.Server
+}
+
+func (s *serversOnly) Servers() ([]node.Server, error) { return s.servers, nil }
 
 func mustMeta(t *testing.T, m meta) []byte {
 	t.Helper()
