@@ -225,11 +225,7 @@ func (n *Node) leaderLoop() {
 			if leader {
 				n.lease.startTerm(n.raft.CurrentTerm(), time.Now())
 				n.log.Info("became leader", "term", n.raft.CurrentTerm())
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if err := n.waitBarrier(ctx); err != nil {
-					n.log.Warn("leader barrier failed", "err", err)
-				}
-				cancel()
+				n.leaderBarrier()
 			} else {
 				n.log.Info("lost leadership")
 			}
@@ -237,6 +233,40 @@ func (n *Node) leaderLoop() {
 			n.reap()
 			n.stepDownIfRemoved()
 		}
+	}
+}
+
+// await waits for f, or until the node closes (ErrClosed): with
+// BatchApplyCh, Raft never answers a future still queued when it shuts
+// down, and the leader loop must not wait for it.
+func (n *Node) await(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.stop:
+		return ErrClosed
+	}
+}
+
+// leaderBarrier runs the barrier of a new term, and stops waiting for it
+// when the node closes: with BatchApplyCh, a barrier still queued when Raft
+// shuts down is never answered, and Close would wait for this loop forever.
+// The abandoned wait ends with the process.
+func (n *Node) leaderBarrier() {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done <- n.waitBarrier(ctx)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			n.log.Warn("leader barrier failed", "err", err)
+		}
+	case <-n.stop:
 	}
 }
 
@@ -252,7 +282,7 @@ func (n *Node) reap() {
 	if err != nil {
 		return
 	}
-	if err := n.raft.Apply(data, 5*time.Second).Error(); err != nil {
+	if err := n.await(n.raft.Apply(data, 5*time.Second)); err != nil && !errors.Is(err, ErrClosed) {
 		n.log.Warn("expire failed", "err", err)
 	}
 }
