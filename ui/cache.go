@@ -24,6 +24,7 @@ type bodyCache struct {
 type renderedBody struct {
 	html  template.HTML
 	lines int
+	plain bool // highlighting ran out of its budget
 }
 
 func newBodyCache(maxBytes int) *bodyCache {

@@ -22,17 +22,15 @@ const (
 // renderLines turns text into the inside of the #paste element: one
 // span.line per line, with id "L<n>", holding an empty link to itself (the
 // style sheet draws the number with a CSS counter, so the numbers are never
-// part of the text that is selected or copied) and the line's code. With a
-// nil lexer the text is only escaped. It returns the HTML and the number of
-// lines.
+// part of the text that is selected or copied) and the line's code. It
+// returns the HTML and the number of lines.
 //
 // chroma's own HTML formatter puts the line numbers into the text of the
 // element; this small writer keeps #paste's text equal to the paste.
-func renderLines(lexer chroma.Lexer, text string) (template.HTML, int) {
-	tokens := tokenise(lexer, text)
+func renderLines(tokens []chroma.Token, size int) (template.HTML, int) {
 	lines := chroma.SplitTokensIntoLines(tokens)
 	var b strings.Builder
-	b.Grow(len(text) + len(text)/2 + 64*len(lines))
+	b.Grow(size + size/2 + 64*len(lines))
 	for i, line := range lines {
 		n := strconv.Itoa(i + 1)
 		b.WriteString(`<span class="line" id="L` + n + `"><a class="ln" href="#L` + n + `"></a><span class="cl">`)
@@ -46,26 +44,6 @@ func renderLines(lexer chroma.Lexer, text string) (template.HTML, int) {
 		b.WriteString("</span></span>")
 	}
 	return template.HTML(b.String()), len(lines)
-}
-
-// tokenise runs the lexer over text and falls back to one plain token when
-// there is no lexer or the lexer fails. Pastes are hostile input, and a
-// lexer bug must cost the highlighting, not the page.
-func tokenise(lexer chroma.Lexer, text string) (tokens []chroma.Token) {
-	plain := []chroma.Token{{Type: chroma.Text, Value: text}}
-	if lexer == nil {
-		return plain
-	}
-	defer func() {
-		if recover() != nil {
-			tokens = plain
-		}
-	}()
-	it, err := chroma.Coalesce(lexer).Tokenise(nil, text)
-	if err != nil {
-		return plain
-	}
-	return it.Tokens()
 }
 
 // tokenClass is the CSS class chroma gives a token type: its own, or the

@@ -48,8 +48,9 @@ func TerminalFormat(r *http.Request) (format string, ok, known bool) {
 // Terminal writes p's content highlighted with ANSI colour escapes in the
 // terminal format (see TerminalFormat), as the language lang, or the
 // paste's own when lang is empty. It keeps the budget of the pages: a
-// paste larger than MaxHighlightBytes, an encrypted one, or one in no
-// language is written without colours, and text that is not UTF-8 has its
+// paste larger than MaxHighlightBytes, an encrypted one, one in no
+// language, or one whose highlighting runs out of the time budget is
+// written without colours, and text that is not UTF-8 has its
 // bad bytes replaced, as on the page.
 func (u *UI) Terminal(w io.Writer, p Paste, lang, format string) error {
 	f, ok := terminalFormatters[format]
@@ -65,5 +66,6 @@ func (u *UI) Terminal(w io.Writer, p Paste, lang, format string) error {
 		lexer = nil
 	}
 	style := styles.Get(terminalStyle)
-	return f.Format(w, style, chroma.Literator(tokenise(lexer, text)...))
+	tokens, _ := u.hl.tokens(lexer, text) // under the pages' time budget
+	return f.Format(w, style, chroma.Literator(tokens...))
 }

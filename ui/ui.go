@@ -62,6 +62,9 @@ type Options struct {
 	// this one reads but never fills: an export reuses what the live
 	// node's pages have highlighted without pushing them out of its cache.
 	CacheOf *UI
+	// HighlightBudget is how long highlighting one paste may take before
+	// it is shown as plain escaped text; 0 means DefaultHighlightBudget.
+	HighlightBudget time.Duration
 }
 
 // Option is one choice of a select: the value posted and its label.
@@ -92,6 +95,7 @@ type IndexData struct {
 type UI struct {
 	opts   Options
 	cache  *bodyCache
+	hl     *highlighter
 	pages  map[string]*template.Template
 	assets map[string]*asset
 }
@@ -107,7 +111,10 @@ func New(opts Options) (*UI, error) {
 	if opts.HighlightCacheBytes == 0 {
 		opts.HighlightCacheBytes = DefaultHighlightCacheBytes
 	}
-	u := &UI{opts: opts, pages: map[string]*template.Template{}, assets: map[string]*asset{}}
+	if opts.HighlightBudget <= 0 {
+		opts.HighlightBudget = DefaultHighlightBudget
+	}
+	u := &UI{opts: opts, hl: &highlighter{budget: opts.HighlightBudget}, pages: map[string]*template.Template{}, assets: map[string]*asset{}}
 	u.cache = newBodyCache(opts.HighlightCacheBytes)
 
 	css, err := files.ReadFile("static/app.css")
@@ -275,30 +282,52 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 		lexer = nil
 		v.Notes = append(v.Notes, "This paste is larger than "+pastenode.FormatSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
 	}
-	v.Body, v.Lines = u.body(p, lexer, text)
+	b := u.body(p, lexer, text)
+	if b.plain {
+		v.Notes = append(v.Notes, "Highlighting this paste took too long, so it is shown without highlighting.")
+	}
+	v.Body, v.Lines = b.html, b.lines
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)
 	return u.render(w, "paste", v)
 }
 
-// body renders the paste's lines, from the cache when it can: a paste
-// never changes, so its id and creation time name its content. Burned
+// body renders the paste's lines, highlighted within the budget, from the
+// cache when it can: a paste never changes, so its id and creation time
+// name its content, and a paste that ran out of budget is served plain from
+// then on. Concurrent first views of one paste share one render. Burned
 // pastes are shown once and never cached.
-func (u *UI) body(p Paste, lexer chroma.Lexer, text string) (template.HTML, int) {
+func (u *UI) body(p Paste, lexer chroma.Lexer, text string) renderedBody {
 	if lexer == nil || p.Burn || p.ID == "" {
-		return renderLines(lexer, text)
+		b, _ := u.highlight(lexer, text)
+		return b
 	}
 	key := p.ID + "\x00" + p.Lang + "\x00" + strconv.FormatInt(p.CreatedAt.UnixNano(), 36)
 	if b, ok := u.cache.get(key); ok {
-		return b.html, b.lines
+		return b
 	}
 	if u.opts.CacheOf != nil {
 		if b, ok := u.opts.CacheOf.cache.get(key); ok {
-			return b.html, b.lines
+			return b
 		}
 	}
-	html, lines := renderLines(lexer, text)
-	u.cache.add(key, renderedBody{html: html, lines: lines})
-	return html, lines
+	v, _, _ := u.hl.group.Do(key, func() (any, error) {
+		if b, ok := u.cache.get(key); ok {
+			return b, nil
+		}
+		b, res := u.highlight(lexer, text)
+		if res != busy {
+			u.cache.add(key, b)
+		}
+		return b, nil
+	})
+	return v.(renderedBody)
+}
+
+// highlight renders text's lines with lexer (nil: plain) within the budget.
+func (u *UI) highlight(lexer chroma.Lexer, text string) (renderedBody, outcome) {
+	tokens, res := u.hl.tokens(lexer, text)
+	html, lines := renderLines(tokens, len(text))
+	return renderedBody{html: html, lines: lines, plain: res != highlighted}, res
 }
 
 // titleOf is the heading of a paste: its title, or its id.

@@ -1,0 +1,75 @@
+package ui
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestHighlightBudget: a paste that makes chroma's makefile lexer take
+// seconds of CPU is served plain within the budget, and that outcome is
+// cached: the second view is as quick and as plain.
+func TestHighlightBudget(t *testing.T) {
+	u := newUI(t, Options{HighlightBudget: 100 * time.Millisecond})
+	p := Paste{ID: "bomb", Lang: "makefile", Content: bytes.Repeat([]byte("a"), 32<<10), CreatedAt: now}
+	for i := range 2 {
+		start := time.Now()
+		var b bytes.Buffer
+		if err := u.Paste(&b, p, now); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Fatalf("view %d took %s, want under a second", i, took)
+		}
+		if !strings.Contains(b.String(), "took too long") {
+			t.Errorf("view %d: no note that highlighting was skipped", i)
+		}
+	}
+	if _, ok := u.cache.get("bomb\x00makefile\x00" + strconvNano(now)); !ok {
+		t.Error("the plain outcome is not cached")
+	}
+}
+
+// TestHighlightShared: concurrent first views of one paste share one render,
+// so four of them each answer within a second.
+func TestHighlightShared(t *testing.T) {
+	u := newUI(t, Options{})
+	p := Paste{ID: "shared", Lang: "makefile", Content: bytes.Repeat([]byte("a"), 16<<10), CreatedAt: now}
+	var wg sync.WaitGroup
+	took := make([]time.Duration, 4)
+	for i := range took {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			var b bytes.Buffer
+			if err := u.Paste(&b, p, now); err != nil {
+				t.Error(err)
+			}
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i, d := range took {
+		if d > time.Second {
+			t.Errorf("view %d took %s, want under a second", i, d)
+		}
+	}
+}
+
+// TestHighlightInBudget: an ordinary paste is still highlighted.
+func TestHighlightInBudget(t *testing.T) {
+	u := newUI(t, Options{})
+	var b bytes.Buffer
+	if err := u.Paste(&b, Paste{ID: "go", Lang: "Go", Content: []byte(goSource), CreatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<span class="kn">package</span>`) || strings.Contains(b.String(), "took too long") {
+		t.Errorf("a small Go paste is not highlighted:\n%s", b.String())
+	}
+}
+
+func strconvNano(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 36) }
