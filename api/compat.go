@@ -83,13 +83,16 @@ func (s *Server) underBasePath(h http.Handler) http.Handler {
 // named after the paste's language. A burn paste is consumed, as by /raw.
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	if p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r)); err == nil {
-		name := ui.DownloadName(ui.PasteOf(p, false))
-		// Ids and extensions hold no quote or backslash: the plain
-		// quoted form, as the old pastebin sent it.
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
+		return
 	}
-	s.serveRaw(w, r, id)
+	name := ui.DownloadName(ui.PasteOf(p, false))
+	// Ids and extensions hold no quote or backslash: the plain quoted
+	// form, as the old pastebin sent it.
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	s.serveRaw(w, r, p)
 }
 
 // handlePasteyCreate is Pastey's POST /pastes: a form with title and body

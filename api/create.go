@@ -25,6 +25,9 @@ import (
 const (
 	maxTitle  = 200
 	minExpire = time.Second
+	// MaxDuration is the longest expiry, or --max-expire, there is: 100
+	// years. Longer ones would overflow the nanosecond clock.
+	MaxDuration = 36525 * 24 * time.Hour
 	// formOverhead is what multipart framing may add to a body of the
 	// maximum paste size.
 	formOverhead = 64 << 10
@@ -146,6 +149,9 @@ func parseExpire(v string) (time.Duration, error) {
 	}
 	d, err := ParseDuration(v)
 	if err != nil {
+		if strings.Contains(err.Error(), "100 years") {
+			return 0, errorf(http.StatusBadRequest, "bad expire %q: the longest is 100 years", v)
+		}
 		return 0, errorf(http.StatusBadRequest, "bad expire %q: want never or a duration like 30s, 10m, 1h, 1d, 1w", v)
 	}
 	if d < minExpire {
@@ -154,23 +160,35 @@ func parseExpire(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// ParseDuration reads a positive duration: Go's form ("90s", "1h30m") or
-// whole days or weeks ("1d", "2w").
+// ParseDuration reads a positive duration of at most MaxDuration: Go's
+// form ("90s", "1h30m") or whole days or weeks ("1d", "2w").
 func ParseDuration(s string) (time.Duration, error) {
+	tooLong := fmt.Errorf("duration %q is longer than the limit of 100 years", s)
 	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
-		k, err := strconv.ParseInt(s[:n-1], 10, 32)
-		if err != nil || k <= 0 {
+		days, err := strconv.ParseInt(s[:n-1], 10, 64)
+		if err != nil || days <= 0 {
 			return 0, fmt.Errorf("bad duration %q: want e.g. 30s, 1h, 7d", s)
 		}
-		d := time.Duration(k) * 24 * time.Hour
 		if s[n-1] == 'w' {
-			d *= 7
+			if days > int64(MaxDuration/(7*24*time.Hour)) {
+				return 0, tooLong
+			}
+			days *= 7
 		}
-		return d, nil
+		if days > int64(MaxDuration/(24*time.Hour)) {
+			return 0, tooLong
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && strings.Contains(err.Error(), "invalid duration") && strings.TrimLeft(s, "0123456789.hmsuµn") == "" {
+		return 0, tooLong // all digits and units: an overflow
+	}
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("bad duration %q: want e.g. 30s, 1h, 7d", s)
+	}
+	if d > MaxDuration {
+		return 0, tooLong
 	}
 	return d, nil
 }
@@ -203,8 +221,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 // returns it with the form (nil for a raw body). On failure it has
 // answered the request and returns false.
 func (s *Server) createFromRequest(w http.ResponseWriter, r *http.Request) (*pastenode.Created, url.Values, bool) {
-	if !s.limiter.allow(clientIP(r)) {
-		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
+	if !s.allowWrite(w, r) {
 		return nil, nil, false
 	}
 	// A request that cannot carry the token in a form field is refused
@@ -360,8 +377,7 @@ func first(v url.Values, key string) string {
 
 // handleCreateJSON is POST /api/v1/pastes.
 func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
-	if !s.limiter.allow(clientIP(r)) {
-		s.error(w, r, errorf(http.StatusTooManyRequests, "too many pastes from your address, slow down"))
+	if !s.allowWrite(w, r) {
 		return
 	}
 	tokenName, err := s.authorizeCreate(w, r, "")
@@ -408,6 +424,12 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 
 // create replicates a new paste under a fresh delete token.
 func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.Created, error) {
+	if max := s.cfg.MaxStoreBytes; max > 0 {
+		if _, held := s.cfg.Store.Stats(); held+int64(len(content)) > max {
+			return nil, errorf(http.StatusInsufficientStorage, "the store is full (%s of %s): nothing was stored",
+				pastenode.FormatSize(held), pastenode.FormatSize(max))
+		}
+	}
 	token := newToken()
 	p, err := s.cfg.Store.Create(r.Context(), node.CreateRequest{
 		Content:     content,
@@ -460,18 +482,6 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, c *pasteno
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)
 	io.WriteString(w, c.URL+"\n")
-}
-
-// baseURL is --public-url, or the scheme and Host the client used.
-func (s *Server) baseURL(r *http.Request) string {
-	if s.cfg.PublicURL != "" {
-		return s.cfg.PublicURL
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + s.cfg.BasePath
 }
 
 // newToken draws a delete token: 22 base64url characters, 132 bits.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
@@ -15,8 +17,9 @@ import (
 
 // httpError is an error with the status code it answers with.
 type httpError struct {
-	code int
-	msg  string
+	code       int
+	msg        string
+	retryAfter time.Duration // 0: the default for its code
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -60,6 +63,13 @@ func statusOf(err error) (int, string) {
 // page for browsers, plain text otherwise.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := statusOf(err)
+	var he *httpError
+	switch {
+	case errors.As(err, &he) && he.retryAfter > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(he.retryAfter)))
+	case errors.Is(err, node.ErrNoLeader):
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(noQuorumWait)))
+	}
 	switch {
 	case code == http.StatusInsufficientStorage:
 		s.log.Debug("create refused", "err", err) // the node logs the change of state

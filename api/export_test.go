@@ -38,9 +38,9 @@ func TestExportRoute(t *testing.T) {
 	ids[expiring] = []byte("for an hour\n")
 	burn, _ := create(t, tn.URL, []byte("burn\n"), "burn=true")
 
-	head := do(t, http.MethodHead, tn.URL+"/api/v1/export.cdb", nil)
+	head := do(t, http.MethodHead, tn.URL+"/api/v1/export.cdb", nil, asAdmin...)
 	head.wantStatus(t, http.StatusOK)
-	r := do(t, http.MethodGet, tn.URL+"/api/v1/export.cdb", nil)
+	r := do(t, http.MethodGet, tn.URL+"/api/v1/export.cdb", nil, asAdmin...)
 	r.wantStatus(t, http.StatusOK)
 	if cl := r.Header.Get("Content-Length"); cl != strconv.Itoa(len(r.body)) || cl != head.Header.Get("Content-Length") {
 		t.Errorf("Content-Length: got %q (HEAD %q), body has %d bytes", cl, head.Header.Get("Content-Length"), len(r.body))
@@ -164,7 +164,7 @@ func TestExportProgress(t *testing.T) {
 		create(t, tn.URL, []byte("paste "+strconv.Itoa(i)+"\n"), "lang=go")
 	}
 
-	cl, err := client.New([]string{tn.URL}, client.Options{Timeout: timeout})
+	cl, err := client.New([]string{tn.URL}, client.Options{Timeout: timeout, AdminToken: testAdmin})
 	if err != nil {
 		t.Fatal(err)
 	}

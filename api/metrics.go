@@ -3,14 +3,12 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/time/rate"
 
 	"github.com/pastenode/pastenode/ui"
 )
@@ -97,39 +95,4 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.Code())).Inc()
 		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
-}
-
-// limiter allows each client IP perMinute creates a minute, with a burst
-// of the same size.
-type limiter struct {
-	perMinute int
-	mu        sync.Mutex
-	clients   map[string]*rate.Limiter
-}
-
-func newLimiter(perMinute int) *limiter {
-	return &limiter{perMinute: perMinute, clients: make(map[string]*rate.Limiter)}
-}
-
-func (l *limiter) allow(ip string) bool {
-	if l.perMinute <= 0 {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim, ok := l.clients[ip]
-	if !ok {
-		// Forget idle clients rather than grow without bound: a full
-		// limiter is the same as a new one.
-		if len(l.clients) >= 10000 {
-			for k, v := range l.clients {
-				if v.Tokens() >= float64(l.perMinute) {
-					delete(l.clients, k)
-				}
-			}
-		}
-		lim = rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)
-		l.clients[ip] = lim
-	}
-	return lim.Allow()
 }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,31 +39,44 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 // handleRaw is GET /raw/{id}: the exact bytes. A burn paste is consumed
 // through Raft; a HEAD does not consume it.
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
-	s.serveRaw(w, r, mux.Vars(r)["id"])
-}
-
-func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
+	id := mux.Vars(r)["id"]
 	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if p.Burn {
-		// Whether the reader gets the content or a 404 is the consume
-		// command's result, decided in the replicated state (G4).
-		if r.Method == http.MethodHead {
-			ui.SetRawHeaders(w.Header(), p)
-			w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
-			return
-		}
-		if p, err = s.cfg.Store.Consume(r.Context(), id); err != nil {
-			s.error(w, r, err)
-			return
-		}
-		s.metrics.burns.Inc()
+	s.serveRaw(w, r, p)
+}
+
+// serveRaw writes p's bytes. A burn paste is consumed: whether the reader
+// gets the content or a 404 is the consume command's result, decided in the
+// replicated state (G4).
+func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
+	if !p.Burn {
+		ui.SetRawHeaders(w.Header(), p)
+		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
+		return
 	}
+	if r.Method == http.MethodHead {
+		ui.SetRawHeaders(w.Header(), p)
+		w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
+		return
+	}
+	if !s.allowWrite(w, r) {
+		return
+	}
+	p, err := s.cfg.Store.Consume(r.Context(), p.ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.metrics.burns.Inc()
+	// The one read there will ever be: the whole content, whatever
+	// If-None-Match or Range say.
 	ui.SetRawHeaders(w.Header(), p)
-	http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
+	w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(p.Content)
 }
 
 // hvVaryAccept is the Vary of a page that curl gets as raw bytes, shared
@@ -69,8 +84,10 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, id string) {
 var hvVaryAccept = []string{"Accept"}
 
 // handleView is GET /{id}: the page for browsers, the raw bytes for curl.
-// A burn paste's page only offers to reveal it. ?lang= renders the page
-// with another language; the raw bytes never change.
+// It never consumes a burn paste: a browser gets a page that offers to
+// reveal it, anyone else one line naming the raw URL, so that link previews
+// and chat unfurlers cannot burn it. ?lang= renders the page with another
+// language; the raw bytes never change.
 func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	w.Header()["Vary"] = hvVaryAccept
@@ -78,13 +95,20 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		s.serveTerminal(w, r, id, format, known)
 		return
 	}
-	if !ui.WantsHTML(r) {
-		s.serveRaw(w, r, id)
-		return
-	}
 	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
 	if err != nil {
 		s.error(w, r, err)
+		return
+	}
+	html := ui.WantsHTML(r)
+	switch {
+	case !html && p.Burn:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "This paste burns after reading: GET "+s.baseURL(r)+"/raw/"+p.ID+" to read it, once.\n")
+		return
+	case !html:
+		s.serveRaw(w, r, p)
 		return
 	}
 	lang, err := viewLang(r, p)
@@ -106,15 +130,26 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReveal is POST /{id}/reveal: the burn page's button. It consumes
-// the paste and shows it.
+// the paste and shows it. An id this node does not have (after the read
+// index) is a 404 and a paste that does not burn is shown as it is: neither
+// costs a Raft entry.
 func (s *Server) handleReveal(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
-	p, err := s.cfg.Store.Consume(r.Context(), id)
+	if !s.allowWrite(w, r) {
+		return
+	}
+	p, err := s.cfg.Store.Read(r.Context(), id, false)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.metrics.burns.Inc()
+	if p.Burn {
+		if p, err = s.cfg.Store.Consume(r.Context(), id); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		s.metrics.burns.Inc()
+	}
 	s.htmlHeaders(w)
 	w.Header().Set("Cache-Control", "no-store")
 	if err := s.cfg.UI.Paste(w, ui.PasteOf(p, true), time.Now()); err != nil {
@@ -144,12 +179,30 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if token == "" {
 		token = r.URL.Query().Get("token")
 	}
-	admin := s.cfg.AdminToken != "" && s.isAdmin(r)
+	admin := s.isAdmin(r)
 	if token == "" && !admin {
 		s.error(w, r, errorf(http.StatusForbidden, "missing delete token: send X-Delete-Token"))
 		return
 	}
-	if err := s.cfg.Store.Delete(r.Context(), id, token, admin); err != nil {
+	if !s.allowWrite(w, r) {
+		return
+	}
+	// Checked here first, so that a flood of deletes of unknown ids or
+	// with wrong tokens proposes nothing; the replicated command checks
+	// again.
+	p, err := s.cfg.Store.Read(r.Context(), id, false)
+	if err != nil {
+		if errors.Is(err, fsm.ErrNotFound) {
+			err = errorf(http.StatusNotFound, "paste not found")
+		}
+		s.error(w, r, err)
+		return
+	}
+	if !admin && subtle.ConstantTimeCompare(fsm.HashToken(token), p.TokenHash) != 1 {
+		s.error(w, r, fsm.ErrForbidden)
+		return
+	}
+	if err = s.cfg.Store.Delete(r.Context(), id, token, admin); err != nil {
 		if errors.Is(err, fsm.ErrNotFound) {
 			err = errorf(http.StatusNotFound, "paste not found")
 		}

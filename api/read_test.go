@@ -57,8 +57,7 @@ func TestBurn(t *testing.T) {
 		headers []string
 	}{
 		{"raw", http.MethodGet, "/raw/", nil},
-		{"view without accept", http.MethodGet, "/", nil},
-		{"view for curl", http.MethodGet, "/", []string{"Accept", "*/*"}},
+		{"raw for curl", http.MethodGet, "/raw/", []string{"Accept", "*/*"}},
 		{"reveal", http.MethodPost, "/reveal/", html},
 	}
 	for _, c := range consumers {

@@ -11,13 +11,12 @@ package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -69,8 +68,17 @@ type Config struct {
 	PublicURL    string        // base of returned URLs; "" derives it from the request
 	MaxPasteSize int64         // bytes
 	MaxExpire    time.Duration // 0: no limit
-	AdminToken   string        // "": admin calls from loopback clients only
-	RateLimit    int           // creates per minute per client IP; 0: off
+	AdminToken   string        // "": every admin call is refused
+	// RateLimit is the writes (creates, deletes, reveals and consuming
+	// reads, admin writes) per minute per client IP; 0: off.
+	RateLimit int
+	// MaxStoreBytes is the content the store may hold before creates are
+	// refused with 507; 0: no limit.
+	MaxStoreBytes int64
+	// TrustedProxies are the peers whose X-Forwarded-For, -Proto and
+	// -Host are believed, for the rate limit's client address and the
+	// URLs creates return. From anyone else they are ignored.
+	TrustedProxies []netip.Prefix
 	// CreateTokensFile, when set, names a file of tokens that creates
 	// need (see --create-tokens); it is read again when it changes.
 	CreateTokensFile string
@@ -96,6 +104,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxExpire < 0 {
 		return fmt.Errorf("api: max expire %s must not be negative", c.MaxExpire)
+	}
+	if c.MaxStoreBytes < 0 {
+		return fmt.Errorf("api: max store bytes %d must not be negative", c.MaxStoreBytes)
 	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("api: rate limit %d must not be negative", c.RateLimit)
@@ -153,7 +164,10 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
 
 func (s *Server) routes() {
 	r := s.router
-	r.Use(s.instrument)
+	// Paths are matched as sent: mux would answer /raw/..%2fx with a 301
+	// to a cleaned path; here it is a 404 like any unknown path.
+	r.SkipClean(true)
+	r.Use(secureHeaders, s.instrument)
 	get := []string{http.MethodGet, http.MethodHead}
 
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
@@ -203,47 +217,4 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	io.WriteString(w, "ready\n")
-}
-
-// admin wraps a handler that needs the admin token, or, when none is
-// configured, a client on the loopback interface.
-func (s *Server) admin(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.isAdmin(r) {
-			if s.cfg.AdminToken == "" {
-				s.error(w, r, errorf(http.StatusForbidden, "admin calls are accepted from loopback only; set --admin-token"))
-			} else {
-				s.error(w, r, errorf(http.StatusUnauthorized, "admin token required: Authorization: Bearer TOKEN"))
-			}
-			return
-		}
-		h(w, r)
-	})
-}
-
-func (s *Server) isAdmin(r *http.Request) bool {
-	if s.cfg.AdminToken == "" {
-		return isLoopback(r)
-	}
-	auth := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1
-}
-
-func isLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// clientIP is the address the rate limit counts by.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

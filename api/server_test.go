@@ -30,7 +30,7 @@ func TestAdminToken(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil, "Authorization", tt.auth)
+			r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil, "Authorization", tt.auth, "Content-Type", "application/json")
 			if !containsInt(tt.want, r.StatusCode) {
 				t.Fatalf("POST /api/v1/snapshot: got %d, want one of %v; body %q", r.StatusCode, tt.want, r.body)
 			}
@@ -41,28 +41,65 @@ func TestAdminToken(t *testing.T) {
 	}
 }
 
-func TestAdminLoopback(t *testing.T) {
+// TestAdminNeedsToken: admin calls always need the token. A node without
+// one refuses them from loopback too, where a reverse proxy on the same
+// host would put every client.
+func TestAdminNeedsToken(t *testing.T) {
 	t.Parallel()
 	tn := startNode(t, Config{})
 	create(t, tn.URL, []byte("something to snapshot"), "")
 
-	r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil)
+	r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil, asAdmin...)
 	r.wantStatus(t, http.StatusOK)
 	var snap struct{ Index uint64 }
 	if err := json.Unmarshal(r.body, &snap); err != nil || snap.Index == 0 {
 		t.Errorf("snapshot answer: got %s (%v), want an index", r.body, err)
 	}
 	// Nothing was written since: there is nothing new to snapshot.
-	if r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil); r.StatusCode != http.StatusNoContent {
+	if r := do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil, asAdmin...); r.StatusCode != http.StatusNoContent {
 		t.Errorf("second snapshot: got %d, want 204", r.StatusCode)
 	}
+	// From loopback, without the token: refused.
+	for _, path := range []string{"/api/v1/snapshot", "/api/v1/cluster/join"} {
+		r := do(t, http.MethodPost, tn.URL+path, []byte(`{"addrs":["127.0.0.1:1"]}`), "Content-Type", "application/json")
+		r.wantStatus(t, http.StatusUnauthorized)
+	}
+	do(t, http.MethodGet, tn.URL+"/api/v1/export.cdb", nil).wantStatus(t, http.StatusUnauthorized)
 
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/snapshot", nil)
-	req.RemoteAddr = "203.0.113.7:40000"
-	rec := httptest.NewRecorder()
-	tn.server.Handler().ServeHTTP(rec, req)
-	if rec.Code != http.StatusForbidden {
-		t.Errorf("snapshot from a remote client without a token: got %d, want 403", rec.Code)
+	// A node configured without a token refuses every admin call.
+	cfg := tn.cfg
+	cfg.AdminToken = ""
+	cfg.Store, cfg.UI = tn.node, tn.server.cfg.UI
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range []string{"", "Bearer ", "Bearer " + testAdmin} {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/snapshot", nil)
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req) // RemoteAddr 192.0.2.1; loopback is no different
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("snapshot on a node without a token, Authorization %q: got %d, want 403", auth, rec.Code)
+		}
+	}
+}
+
+// TestAdminContentType: an admin POST must say application/json, which a
+// cross-site form cannot send.
+func TestAdminContentType(t *testing.T) {
+	t.Parallel()
+	tn := startNode(t, Config{})
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		for _, path := range []string{"/api/v1/snapshot", "/api/v1/cluster/join"} {
+			r := do(t, http.MethodPost, tn.URL+path, []byte(`{"addrs":["127.0.0.1:1"]}`),
+				"Authorization", "Bearer "+testAdmin, "Content-Type", ct)
+			r.wantStatus(t, http.StatusUnsupportedMediaType)
+			r.wantReason(t, true)
+		}
 	}
 }
 
@@ -146,7 +183,7 @@ func TestRestart(t *testing.T) {
 			do(t, http.MethodDelete, tn.URL+"/"+deleted, nil, "X-Delete-Token", token).wantStatus(t, http.StatusNoContent)
 
 			if snapshot {
-				do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil).wantStatus(t, http.StatusOK)
+				do(t, http.MethodPost, tn.URL+"/api/v1/snapshot", nil, asAdmin...).wantStatus(t, http.StatusOK)
 				// And some log after the snapshot.
 				add([]byte("after the snapshot"), "")
 			}

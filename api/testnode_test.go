@@ -43,12 +43,22 @@ func freeAddr(tb testing.TB) string {
 	return ln.Addr().String()
 }
 
+// testAdmin is the admin token of a test node whose Config gives none.
+const testAdmin = "test-admin-token"
+
+// asAdmin are the headers of an admin call to a test node.
+var asAdmin = []string{"Authorization", "Bearer " + testAdmin, "Content-Type", "application/json"}
+
 // startNode opens a new node with the API configured by cfg (zero
-// MaxPasteSize means 1 MiB) and waits until it is ready.
+// MaxPasteSize means 1 MiB, no AdminToken means testAdmin) and waits until
+// it is ready.
 func startNode(tb testing.TB, cfg Config) *testNode {
 	tb.Helper()
 	if cfg.MaxPasteSize == 0 {
 		cfg.MaxPasteSize = 1 << 20
+	}
+	if cfg.AdminToken == "" {
+		cfg.AdminToken = testAdmin
 	}
 	tn := &testNode{id: "n1", dir: tb.TempDir(), raftAddr: freeAddr(tb), cfg: cfg}
 	tn.open(tb)

@@ -193,7 +193,8 @@ func (c *Client) Remove(ctx context.Context, nodeID string) error {
 // Snapshot forces a Raft snapshot.
 func (c *Client) Snapshot(ctx context.Context) error {
 	return c.do(ctx, call{
-		method: http.MethodPost, path: "/api/v1/snapshot", accept: "application/json",
+		method: http.MethodPost, path: "/api/v1/snapshot", body: []byte("{}"),
+		contentType: "application/json", accept: "application/json",
 	}, nil)
 }
 

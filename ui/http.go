@@ -108,7 +108,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, code int, msg string, pa
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	if code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests {
+	if (code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests) && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", "1")
 	}
 	if WantsJSON(r) {

@@ -1,0 +1,235 @@
+package api
+
+import (
+	"crypto/subtle"
+	"math"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// noQuorumWait is the Retry-After of a write refused for want of a leader:
+// about one election (Raft's default election timeout is a second, and a
+// second round is common).
+const noQuorumWait = 2 * time.Second
+
+// admin wraps a handler that needs the admin token. A node without one
+// refuses every admin call: no address, loopback included, is trusted, as
+// a reverse proxy on the same host would make every client local. A POST
+// must say Content-Type: application/json, which a cross-site form cannot.
+func (s *Server) admin(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.cfg.AdminToken == "":
+			s.error(w, r, errorf(http.StatusForbidden, "admin calls are off: this node has no admin token"))
+			return
+		case !s.isAdmin(r):
+			s.error(w, r, errorf(http.StatusUnauthorized, "admin token required: Authorization: Bearer TOKEN"))
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				s.error(w, r, errorf(http.StatusUnsupportedMediaType, "admin calls take Content-Type: application/json"))
+				return
+			}
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.allowWrite(w, r) {
+			return
+		}
+		h(w, r)
+	})
+}
+
+// isAdmin reports whether r carries the admin token. It is false on a node
+// without one.
+func (s *Server) isAdmin(r *http.Request) bool {
+	if s.cfg.AdminToken == "" {
+		return false
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1
+}
+
+// allowWrite takes one token of the client's write budget, or answers 429
+// with the time until the next token and returns false.
+func (s *Server) allowWrite(w http.ResponseWriter, r *http.Request) bool {
+	wait := s.limiter.reserve(s.clientIP(r))
+	if wait == 0 {
+		return true
+	}
+	s.error(w, r, &httpError{code: http.StatusTooManyRequests, retryAfter: wait,
+		msg: "too many writes from your address, retry in " + strconv.Itoa(retrySeconds(wait)) + "s"})
+	return false
+}
+
+// retrySeconds is d as whole seconds for Retry-After, rounded up.
+func retrySeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// peerAddr is the address of the TCP peer.
+func peerAddr(r *http.Request) (netip.Addr, bool) {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return ap.Addr().Unmap(), true
+}
+
+// trusted reports whether a is one of --trusted-proxies.
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromProxy reports whether r came from a trusted proxy, whose
+// X-Forwarded-* headers are believed.
+func (s *Server) fromProxy(r *http.Request) bool {
+	peer, ok := peerAddr(r)
+	return ok && s.trusted(peer)
+}
+
+// clientIP is the address the rate limit counts by: the TCP peer, or behind
+// a trusted proxy the rightmost X-Forwarded-For hop that is not itself a
+// trusted proxy (hops further left were written by the client).
+func (s *Server) clientIP(r *http.Request) string {
+	peer, ok := peerAddr(r)
+	if !ok {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			return r.RemoteAddr
+		}
+		return host
+	}
+	if !s.trusted(peer) {
+		return peer.String()
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	client := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // written by the client: the last good hop is the key
+		}
+		client = a.Unmap()
+		if !s.trusted(client) {
+			break
+		}
+	}
+	return client.String()
+}
+
+// forwarded returns the last value of a proxy header, as the nearest proxy
+// set it, when r came from a trusted proxy.
+func (s *Server) forwarded(r *http.Request, name string) string {
+	if !s.fromProxy(r) {
+		return ""
+	}
+	vs := r.Header.Values(name)
+	if len(vs) == 0 {
+		return ""
+	}
+	parts := strings.Split(vs[len(vs)-1], ",")
+	return strings.TrimSpace(parts[len(parts)-1])
+}
+
+// validHost reports whether h may stand in a URL as its host[:port].
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, c := range h {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.ContainsRune(".-:[]_", c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// baseURL is --public-url, or the scheme and host the client used: the
+// request's own, or a trusted proxy's X-Forwarded-Proto and -Host.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := strings.ToLower(s.forwarded(r, "X-Forwarded-Proto")); p == "http" || p == "https" {
+		scheme = p
+	}
+	if h := s.forwarded(r, "X-Forwarded-Host"); validHost(h) {
+		host = h
+	}
+	return scheme + "://" + host + s.cfg.BasePath
+}
+
+// limiter gives each client IP perMinute writes a minute, with a burst of
+// the same size.
+type limiter struct {
+	perMinute int
+	mu        sync.Mutex
+	clients   map[string]*rate.Limiter
+}
+
+func newLimiter(perMinute int) *limiter {
+	return &limiter{perMinute: perMinute, clients: make(map[string]*rate.Limiter)}
+}
+
+// reserve takes a token for ip and returns 0, or takes none and returns how
+// long until one is free.
+func (l *limiter) reserve(ip string) time.Duration {
+	if l.perMinute <= 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.clients[ip]
+	if !ok {
+		// Forget idle clients rather than grow without bound: a full
+		// limiter is the same as a new one.
+		if len(l.clients) >= 10000 {
+			for k, v := range l.clients {
+				if v.Tokens() >= float64(l.perMinute) {
+					delete(l.clients, k)
+				}
+			}
+		}
+		lim = rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)
+		l.clients[ip] = lim
+	}
+	res := lim.Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d
+	}
+	return 0
+}
+
+// secureHeaders sets X-Content-Type-Options: nosniff on every response.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Content-Type-Options"] = hvNosniff
+		next.ServeHTTP(w, r)
+	})
+}
+
+var hvNosniff = []string{"nosniff"}
