@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -38,6 +39,9 @@ type config struct {
 	TLSCert         string
 	TLSKey          string
 	RateLimit       int
+	MaxStoreBytes   int64 // 0: no limit
+	MaxConnsPerIP   int   // 0: no limit
+	TrustedProxies  []netip.Prefix
 	CreateTokens    string
 	StorageReserve  int64 // -1: off
 	Log             logConfig
@@ -47,7 +51,7 @@ type config struct {
 
 // flagText holds the flags that config keeps in parsed form, as given.
 type flagText struct {
-	join, maxSize, maxExpire, defaultExpire, key, reserve string
+	join, maxSize, maxExpire, defaultExpire, key, reserve, maxStore, proxies string
 }
 
 // parseFlags reads the command line, then the PASTE_* environment for every
@@ -98,15 +102,24 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.IntVar(&c.IDLength, "id-length", node.IDLen, "characters in new paste ids, at least 10")
 	fs.StringVar(&text.key, "cluster-key", "", "base64 key of 16, 24 or 32 bytes: encrypts and authenticates node-to-node traffic")
 	fs.BoolVar(&c.InsecureCluster, "insecure-cluster", false, "allow non-loopback --raft-addr/--gossip-addr without --cluster-key: anyone who reaches them can write to the cluster")
-	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: loopback clients only)")
+	fs.StringVar(&c.AdminToken, "admin-token", "", "bearer token for admin calls (default: generated into DATA_DIR/admin-token)")
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
-	fs.IntVar(&c.RateLimit, "rate-limit", 0, "creates per minute per client IP; 0: off")
+	fs.IntVar(&c.RateLimit, "rate-limit", defaultRateLimit, "writes (creates, deletes, reveals, admin writes) per minute per client IP; 0: off")
+	fs.StringVar(&text.maxStore, "max-store-bytes", "", "paste content the store may hold before creates get 507 (default: 1/4 of memory; 0: no limit)")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "HTTP connections open at once per client IP; 0: no limit")
+	fs.StringVar(&text.proxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of reverse proxies whose X-Forwarded-* headers are believed")
 	fs.StringVar(&c.CreateTokens, "create-tokens", "", "file of tokens that creates need, one TOKEN or NAME:TOKEN a line; re-read when it changes (default: anyone may create)")
 	fs.StringVar(&text.reserve, "storage-reserve", "32MiB", "free space the data dir keeps for deletes and Raft: creates get 507 below it; 0: off")
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 	fs.DurationVar(&c.ReadLease, "read-lease", node.DefaultReadLease, "how long a node serves local hits without hearing from the leader; a cut-off node stops serving after it")
 }
+
+// Defaults of the flood limits.
+const (
+	defaultRateLimit     = 60
+	defaultMaxConnsPerIP = 64
+)
 
 // badFlag is a usage error about the value of one flag.
 func badFlag(name string, err error) error {
@@ -146,7 +159,40 @@ func (c *config) parseText(text flagText) error {
 			c.Join = append(c.Join, s)
 		}
 	}
+	switch text.maxStore {
+	case "":
+		c.MaxStoreBytes = defaultMaxStoreBytes()
+	case "0":
+	default:
+		if c.MaxStoreBytes, err = parseSize(text.maxStore); err != nil {
+			return badFlag("max-store-bytes", err)
+		}
+	}
+	if c.TrustedProxies, err = parsePrefixes(text.proxies); err != nil {
+		return badFlag("trusted-proxies", err)
+	}
 	return nil
+}
+
+// parsePrefixes reads a comma-separated list of CIDRs; a bare IP is a
+// prefix of its full length.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an IP nor a CIDR like 10.0.0.0/8", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // check refuses flags that do not go together, and derives the advertise
@@ -176,6 +222,12 @@ func (c *config) check() error {
 				return usageError{fmt.Errorf("--%s %s is not loopback: %w", f.name, f.addr, node.ErrNeedKey)}
 			}
 		}
+	}
+	if c.RateLimit < 0 {
+		return badFlag("rate-limit", errors.New("must be 0 (off) or more"))
+	}
+	if c.MaxConnsPerIP < 0 {
+		return badFlag("max-conns-per-ip", errors.New("must be 0 (no limit) or more"))
 	}
 	if c.BootstrapExpect < 0 {
 		return badFlag("bootstrap-expect", errors.New("must be 0 or more"))

@@ -10,6 +10,11 @@ import (
 	"time"
 )
 
+// bodyTimeout is how long a client has to send a whole request, headers
+// and body: a paste of the largest default size (1 MiB) at a slow 35 KB/s.
+// A slow-body client holds a connection that long at most.
+const bodyTimeout = 30 * time.Second
+
 // newHTTPServer returns the public HTTP server of a node or a mirror, with
 // timeouts and a header limit so that slow or hostile clients cannot hold
 // connections open.
@@ -17,7 +22,7 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
+		ReadTimeout:       bodyTimeout,
 		WriteTimeout:      2 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

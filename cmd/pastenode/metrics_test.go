@@ -75,14 +75,15 @@ func TestMetricsLive(t *testing.T) {
 	}
 }
 
-// startMetricsNode serves a one-node cluster, makes creates (one over the
-// rate limit), a burn read, a delete and a snapshot, and returns the base
+// startMetricsNode serves a one-node cluster, makes creates, a burn read, a
+// delete and a snapshot, then two creates over the rate limit (which
+// counts every write), and returns the base
 // URL and the /metrics text once the leader's autopilot has reported.
 func startMetricsNode(t *testing.T) (string, string) {
 	httpAddr := freeAddr(t)
 	cfg, err := parseFlags([]string{"--node-id", "m1", "--data-dir", t.TempDir(),
 		"--http-addr", httpAddr, "--raft-addr", freeAddr(t), "--gossip-addr", freeAddr(t),
-		"--rate-limit", "2", "--raft-time-scale", "0.2"}, func(string) (string, bool) { return "", false }, io.Discard)
+		"--rate-limit", "5", "--admin-token", "metrics-admin", "--raft-time-scale", "0.2"}, func(string) (string, bool) { return "", false }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +106,12 @@ func startMetricsNode(t *testing.T) (string, string) {
 
 	plain := send(t, http.MethodPost, base+"/", "kept", http.StatusCreated)
 	burn := send(t, http.MethodPost, base+"/", "burnt", http.StatusCreated, "X-Paste-Burn", "true")
-	send(t, http.MethodPost, base+"/", "over the limit", http.StatusTooManyRequests)
 	send(t, http.MethodPost, base+"/"+burn.Get("X-Paste-Id")+"/reveal", "", http.StatusOK)
 	send(t, http.MethodDelete, base+"/"+plain.Get("X-Paste-Id"), "", http.StatusNoContent, "X-Delete-Token", plain.Get("X-Delete-Token"))
+	send(t, http.MethodPost, base+"/api/v1/snapshot", "{}", http.StatusOK,
+		"Authorization", "Bearer metrics-admin", "Content-Type", "application/json")
+	send(t, http.MethodPost, base+"/", "over the limit", http.StatusTooManyRequests)
 	send(t, http.MethodPost, base+"/", "after", http.StatusTooManyRequests)
-	send(t, http.MethodPost, base+"/api/v1/snapshot", "", http.StatusOK)
 
 	var metrics string
 	poll(t, 10*time.Second, "autopilot's view in /metrics", func() error {

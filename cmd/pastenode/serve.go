@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -56,6 +57,14 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		}
 	}()
 
+	if c.AdminToken == "" {
+		token, path, err := loadAdminToken(c.DataDir)
+		if err != nil {
+			return err
+		}
+		c.AdminToken = token
+		log.Info("admin token", "file", path, "hint", "pastectl --data-dir "+c.DataDir+" reads it")
+	}
 	apiServer, err := newAPIServer(c, n, cl, log)
 	if err != nil {
 		return err
@@ -64,7 +73,16 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir)
+	ln = newConnLimitListener(ln, c.MaxConnsPerIP, func(a netip.Addr) bool {
+		for _, p := range c.TrustedProxies {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	})
+	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
+		"rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
 	return serveUntil(ctx, srv, ln, log)
 }
 
@@ -114,16 +132,18 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		return nil, err
 	}
 	s, err := api.NewServer(api.Config{
-		Store:        n,
-		Cluster:      cl,
-		UI:           pages,
-		Logger:       log,
-		Version:      version,
-		PublicURL:    c.PublicURL,
-		MaxPasteSize: c.MaxPasteSize,
-		MaxExpire:    c.MaxExpire,
-		AdminToken:   c.AdminToken,
-		RateLimit:    c.RateLimit,
+		Store:          n,
+		Cluster:        cl,
+		UI:             pages,
+		Logger:         log,
+		Version:        version,
+		PublicURL:      c.PublicURL,
+		MaxPasteSize:   c.MaxPasteSize,
+		MaxExpire:      c.MaxExpire,
+		AdminToken:     c.AdminToken,
+		RateLimit:      c.RateLimit,
+		MaxStoreBytes:  c.MaxStoreBytes,
+		TrustedProxies: c.TrustedProxies,
 
 		CreateTokensFile: c.CreateTokens,
 		// The old pastebins' --uri-prefix and default expiry.

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// connLimitListener caps the connections open at once from each client
+// address. A connection past the cap is closed at once, before any byte is
+// read: one address cannot hold every file descriptor or goroutine of the
+// node. Trusted proxies, which carry many clients' connections, are exempt.
+type connLimitListener struct {
+	net.Listener
+	perIP  int
+	exempt func(netip.Addr) bool
+
+	mu   sync.Mutex
+	open map[netip.Addr]int
+}
+
+func newConnLimitListener(ln net.Listener, perIP int, exempt func(netip.Addr) bool) net.Listener {
+	if perIP <= 0 {
+		return ln
+	}
+	return &connLimitListener{Listener: ln, perIP: perIP, exempt: exempt, open: map[netip.Addr]int{}}
+}
+
+// Accept returns the next connection within its address's cap.
+func (l *connLimitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ap, perr := netip.ParseAddrPort(c.RemoteAddr().String())
+		if perr != nil {
+			return c, nil
+		}
+		ip := ap.Addr().Unmap()
+		if l.exempt != nil && l.exempt(ip) {
+			return c, nil
+		}
+		l.mu.Lock()
+		if l.open[ip] >= l.perIP {
+			l.mu.Unlock()
+			// An RST rather than a slow close: nothing was read.
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.SetDeadline(time.Now())
+			c.Close()
+			continue
+		}
+		l.open[ip]++
+		l.mu.Unlock()
+		return &limitedConn{Conn: c, release: func() { l.release(ip) }}, nil
+	}
+}
+
+func (l *connLimitListener) release(ip netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[ip]--; l.open[ip] <= 0 {
+		delete(l.open, ip)
+	}
+}
+
+// limitedConn gives its slot back when it is closed, once.
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

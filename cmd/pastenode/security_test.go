@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAdminTokenGenerated: a node without --admin-token makes one on its
+// first start into DATA_DIR/admin-token (0600), logs the file's path but
+// never the token, keeps it across restarts, and admin calls need it.
+func TestAdminTokenGenerated(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	token := ""
+	for start := range 2 {
+		httpAddr := freeAddr(t)
+		cfg, err := parseFlags([]string{"--node-id", "a1", "--data-dir", dir, "--http-addr", httpAddr,
+			"--raft-addr", freeAddr(t), "--gossip-addr", freeAddr(t), "--raft-time-scale", "0.2"},
+			func(string) (string, bool) { return "", false }, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, cfg, slog.New(slog.NewTextHandler(syncWriter(&logs), nil))) }()
+		base := "http://" + httpAddr
+		poll(t, 20*time.Second, "ready", func() error {
+			if code, body, err := fetch(base + "/readyz"); err != nil || code != http.StatusOK {
+				return fmt.Errorf("%d %s %v", code, body, err)
+			}
+			return nil
+		})
+		path := filepath.Join(dir, "admin-token")
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("admin-token mode: got %s, want 0600", st.Mode().Perm())
+		}
+		b, _ := os.ReadFile(path)
+		got := strings.TrimSpace(string(b))
+		if len(got) < 32 || (start == 1 && got != token) {
+			t.Fatalf("start %d: token %q (first start's %q): want one long token, kept", start, got, token)
+		}
+		token = got
+		if code, _, _ := fetch(base+"/api/v1/export.cdb", "Authorization", "Bearer wrong"); code != http.StatusUnauthorized {
+			t.Errorf("export with a wrong token: got %d, want 401", code)
+		}
+		if code, _, _ := fetch(base+"/api/v1/export.cdb", "Authorization", "Bearer "+token); code != http.StatusOK {
+			t.Errorf("export with the generated token: got %d, want 200", code)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, filepath.Join(dir, "admin-token")) {
+		t.Errorf("the log does not name the token file:\n%s", out)
+	}
+	if strings.Contains(out, token) {
+		t.Errorf("the log contains the token")
+	}
+}
+
+// TestAdminTokenFileChecks: a token file that others may read, or an empty
+// one, stops the start with a message that says what to do.
+func TestAdminTokenFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "admin-token")
+	os.WriteFile(path, []byte("tok\n"), 0o644)
+	if _, _, err := loadAdminToken(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("world-readable token file: got %v, want an error saying chmod 600", err)
+	}
+	os.Chmod(path, 0o600)
+	os.WriteFile(path, []byte("\n"), 0o600)
+	if _, _, err := loadAdminToken(dir); err == nil || !strings.Contains(err.Error(), "delete it") {
+		t.Errorf("empty token file: got %v, want an error saying to delete it", err)
+	}
+}
+
+func syncWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestSecurityFlags: the flood limits are on by default, and
+// --trusted-proxies takes CIDRs and bare IPs.
+func TestSecurityFlags(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	c, err := parseFlags([]string{"--node-id", "x"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RateLimit <= 0 || c.MaxConnsPerIP <= 0 {
+		t.Errorf("defaults: rate limit %d, conns per IP %d; want both on", c.RateLimit, c.MaxConnsPerIP)
+	}
+	if mem := availableMemory(); mem > 0 && c.MaxStoreBytes != mem/4 {
+		t.Errorf("default max store bytes: got %d, want a quarter of %d", c.MaxStoreBytes, mem)
+	}
+	c, err = parseFlags([]string{"--node-id", "x", "--rate-limit", "0", "--max-store-bytes", "0",
+		"--trusted-proxies", "10.0.0.0/8, 127.0.0.1,::1"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RateLimit != 0 || c.MaxStoreBytes != 0 {
+		t.Errorf("--rate-limit 0 --max-store-bytes 0: got %d and %d, want both off", c.RateLimit, c.MaxStoreBytes)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}
+	if len(c.TrustedProxies) != 3 || c.TrustedProxies[0] != want[0] || c.TrustedProxies[1] != want[1] || c.TrustedProxies[2] != want[2] {
+		t.Errorf("--trusted-proxies: got %v, want %v", c.TrustedProxies, want)
+	}
+	env := func(k string) (string, bool) { return map[string]string{"PASTE_MAX_STORE_BYTES": "1GiB"}[k], k == "PASTE_MAX_STORE_BYTES" }
+	if c, err = parseFlags([]string{"--node-id", "x"}, env, io.Discard); err != nil || c.MaxStoreBytes != 1<<30 {
+		t.Errorf("PASTE_MAX_STORE_BYTES=1GiB: got %v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"--trusted-proxies", "nope"}, {"--rate-limit", "-1"}, {"--max-store-bytes", "lots"}} {
+		if _, err := parseFlags(append([]string{"--node-id", "x"}, bad...), noEnv, io.Discard); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+}
+
+// TestConnLimit: a client past its cap of open connections is cut off at
+// once; a slot comes back when a connection closes.
+func TestConnLimit(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newConnLimitListener(raw, 2, nil)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	echo := func(c net.Conn) error {
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("x")); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, make([]byte, 1))
+		return err
+	}
+	var conns []net.Conn
+	for i := range 3 {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		err = echo(c)
+		if i < 2 && err != nil {
+			t.Fatalf("connection %d within the cap: %v", i, err)
+		}
+		if i == 2 && err == nil {
+			t.Fatal("third connection: answered, want it cut off")
+		}
+		conns = append(conns, c)
+	}
+	conns[0].Close()
+	poll(t, 5*time.Second, "a slot back after a close", func() error {
+		c, err := net.Dial("tcp", raw.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return echo(c)
+	})
+}
