@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -82,6 +83,7 @@ type cli struct {
 	addr        string
 	adminToken  string
 	createToken string
+	dataDir     string
 	output      string
 	timeout     time.Duration
 }
@@ -105,6 +107,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
+	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir: read the admin token it generated from DIR/admin-token (env PASTE_DATA_DIR)")
 	f.StringVarP(&c.output, "output", "o", "text", "output format of put and status: text or json")
 	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer, for export each silence (0: no limit)")
 
@@ -133,12 +136,42 @@ func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
 	if v := os.Getenv("PASTE_ADMIN_TOKEN"); v != "" && !flags.Changed("admin-token") {
 		c.adminToken = v
 	}
+	if err := c.tokenFromDataDir(flags.Changed("data-dir")); err != nil {
+		return err
+	}
 	if c.output != "text" && c.output != "json" {
 		return usagef("invalid -o %q: want text or json", c.output)
 	}
 	if c.timeout < 0 {
 		return usagef("invalid --timeout %s: must not be negative", c.timeout)
 	}
+	return nil
+}
+
+// tokenFromDataDir reads the admin token a node generated into its data
+// dir, when no token is given. A missing file is an error only when
+// --data-dir was given on the command line: PASTE_DATA_DIR is also the
+// node's own setting, and may be set where no token was generated.
+func (c *cli) tokenFromDataDir(explicit bool) error {
+	if c.adminToken != "" {
+		return nil
+	}
+	dir := c.dataDir
+	if !explicit {
+		dir = os.Getenv("PASTE_DATA_DIR")
+	}
+	if dir == "" {
+		return nil
+	}
+	path := filepath.Join(dir, "admin-token")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if explicit {
+			return usagef("--data-dir: %v (the node writes it on its first start without --admin-token)", err)
+		}
+		return nil
+	}
+	c.adminToken = strings.TrimSpace(string(b))
 	return nil
 }
 
