@@ -78,6 +78,12 @@ func get(t *testing.T, url string, want []byte) {
 	}
 }
 
+// rawURL is the raw URL of the paste whose page is at u, on the node at
+// base.
+func rawURL(base, u string) string {
+	return base + "/raw/" + strings.TrimPrefix(u, base+"/")
+}
+
 func TestHTTPContract(t *testing.T) {
 	t.Parallel()
 	const max = 4096
@@ -135,9 +141,13 @@ func TestHTTPContract(t *testing.T) {
 			mu    sync.Mutex
 			codes = map[int]int{}
 		)
+		// GET /{id} never consumes, whatever the Accept header: only the
+		// raw URL does.
+		do(t, http.MethodGet, u, nil).expect(t, "burn view for curl", http.StatusOK)
+		raw := rawURL(n.URL, u)
 		for range 10 {
 			wg.Go(func() {
-				resp, err := http.Get(u)
+				resp, err := http.Get(raw)
 				if err != nil {
 					t.Error(err)
 					return
@@ -323,7 +333,7 @@ func TestRestartKeepsPastes(t *testing.T) {
 				live[u] = content
 			}
 			burned, _ := curlPost(t, n.URL, []byte("burn"), "?burn=true")
-			get(t, burned, []byte("burn"))
+			get(t, rawURL(n.URL, burned), []byte("burn"))
 			deleted, token := curlPost(t, n.URL, []byte("deleted"), "")
 			do(t, http.MethodDelete, deleted, nil, "X-Delete-Token", token).expect(t, "delete", http.StatusNoContent)
 

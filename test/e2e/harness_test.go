@@ -228,8 +228,10 @@ func (p *proc) start() {
 		"--gossip-addr", p.gossip,
 	}
 	// Fast elections for a lone node; the environment twin, so that a
-	// binary without this tuning knob still starts, only slower.
-	env := cleanEnv("PASTE_RAFT_TIME_SCALE=0.1")
+	// binary without this tuning knob still starts, only slower. The
+	// tests write far more than the default rate limit allows from one
+	// address, so it is off unless a test's own flags set it.
+	env := cleanEnv("PASTE_RAFT_TIME_SCALE=0.1", "PASTE_RATE_LIMIT=0")
 	if p.httpByEnv {
 		env = append(env, "PASTE_HTTP_ADDR="+p.httpAddr)
 	} else {
