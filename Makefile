@@ -48,6 +48,13 @@ check-deploy:
 		$(PROMTOOL) test rules deploy/prometheus/alerts_test.yml; \
 	fi
 
+# Replay the security audit's hostile requests against the real binary
+# (issue 10): forged internal calls, a poison entry, a keyless node, admin
+# through a localhost proxy, a highlighting bomb, a write flood. `make test`
+# runs the same package with everything else.
+audit:
+	$(GO) test -count=1 -v ./test/e2e/audit
+
 test-unit:
 	$(GO) test -count=1 -short ./...
 
