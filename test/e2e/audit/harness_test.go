@@ -278,4 +278,3 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() err
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
