@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/node"
 )
 
 // TestFloodUnknownIDs: deletes and reveals of ids this node does not have,
@@ -243,4 +246,16 @@ func TestHighlightBomb(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRetryAfterNoQuorum: a write refused for want of a leader says to come
+// back after about one election, not after a fixed second.
+func TestRetryAfterNoQuorum(t *testing.T) {
+	t.Parallel()
+	tn := startNode(t, Config{})
+	rec := httptest.NewRecorder()
+	tn.server.error(rec, httptest.NewRequest(http.MethodPost, "/", nil), fmt.Errorf("create: %w", node.ErrNoLeader))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != strconv.Itoa(retrySeconds(noQuorumWait)) {
+		t.Errorf("no quorum: got %d with Retry-After %q, want 503 and %d", rec.Code, rec.Header().Get("Retry-After"), retrySeconds(noQuorumWait))
+	}
 }

@@ -205,3 +205,36 @@ func TestConnLimit(t *testing.T) {
 		return echo(c)
 	})
 }
+
+// TestBodyDeadline: a slow client has far less than two minutes to send a
+// request, body included, and the connection is closed when it runs out.
+func TestBodyDeadline(t *testing.T) {
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}), slog.New(slog.DiscardHandler))
+	if srv.ReadTimeout <= 0 || srv.ReadTimeout > 30*time.Second {
+		t.Fatalf("ReadTimeout %s: want at most 30s", srv.ReadTimeout)
+	}
+	srv.ReadTimeout = 300 * time.Millisecond // the same mechanism, quicker
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nslow")
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.Copy(io.Discard, c) // returns when the server closes the connection
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("a slow body held the connection for %s", took)
+	}
+}
