@@ -33,7 +33,8 @@ func (b *bench) startNode(name string, extra ...string) (*pnode, error) {
 	}
 	n := &pnode{name: name, url: "http://" + ports[0]}
 	n.args = append([]string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
-		"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", ports[2], "--log-level", "warn"}, extra...)
+		"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", ports[2], "--log-level", "warn",
+		"--rate-limit", "0", "--max-conns-per-ip", "0"}, extra...) // load from one address is the point
 	if strings.Contains(strings.Join(extra, " "), "--tls-cert") {
 		n.url = "https://" + ports[0]
 	}
@@ -140,7 +141,8 @@ func (b *bench) cluster(ctx context.Context) ([]*pnode, error) {
 		n := &pnode{name: name, url: "http://" + ports[0]}
 		n.args = []string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
 			"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", seeds[i],
-			"--join", strings.Join(seeds, ","), "--bootstrap-expect", "3", "--log-level", "warn"}
+			"--join", strings.Join(seeds, ","), "--bootstrap-expect", "3", "--log-level", "warn",
+			"--rate-limit", "0", "--max-conns-per-ip", "0"}
 		if err := b.restart(n); err != nil {
 			return nil, err
 		}

@@ -124,7 +124,9 @@ func (b *bench) exportRow(ctx context.Context, n *pnode) (row, string) {
 		target: "succeeds; >= 30k pastes/s", ratio: -1}
 	file := filepath.Join(b.tmp, "export.cdb")
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, filepath.Join(b.bin, "pastectl"), "--addr", n.url, "export", "--out", file).CombinedOutput()
+	// The admin token is the one the node generated into its data dir.
+	out, err := exec.CommandContext(ctx, filepath.Join(b.bin, "pastectl"), "--addr", n.url,
+		"--data-dir", filepath.Join(b.tmp, n.name), "export", "--out", file).CombinedOutput()
 	took := time.Since(start)
 	if err != nil {
 		r.ours, r.met = "failed: "+strings.TrimSpace(string(out)), "MISS"

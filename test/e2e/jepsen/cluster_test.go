@@ -98,7 +98,8 @@ func (c *cluster) start(nd *node) error {
 		"--http-addr", ip + ":" + httpPort, "--raft-addr", ip + ":" + raftPort,
 		"--gossip-addr", ip + ":" + gossipPort, "--advertise-host", ip,
 		"--join", strings.Join(seeds, ","), "--bootstrap-expect", fmt.Sprint(len(c.nodes)),
-		"--cluster-key", c.key}
+		"--cluster-key", c.key,
+		"--rate-limit", "0"} // eight clients write from the host's one address
 	logf, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
