@@ -34,7 +34,7 @@ func TestExportOutlastsTimeout(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "mirror.cdb")
 	start := time.Now()
-	r := pastectl(t, n.URL, nil, "--timeout", timeout.String(), "export", "--out", out)
+	r := pastectl(t, n.URL, nil, "--data-dir", n.dataDir, "--timeout", timeout.String(), "export", "--out", out)
 	took := time.Since(start)
 	if r.code != 0 || !regexp.MustCompile(fmt.Sprintf(`^exported %d pastes, \d+ bytes in `, pastes)).MatchString(r.stdout) {
 		t.Fatalf("export after %s: exit %d, stdout %q, stderr %q", took, r.code, r.stdout, r.stderr)
