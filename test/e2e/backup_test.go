@@ -92,7 +92,7 @@ func TestBackupRestore(t *testing.T) {
 		}
 	}()
 	file := filepath.Join(t.TempDir(), "cluster.backup")
-	r := pastectl(t, nodes[2].URL, nil, "backup", "--out", file)
+	r := pastectl(t, nodes[2].URL, nil, "--data-dir", nodes[2].dataDir, "backup", "--out", file)
 	cancel()
 	wg.Wait()
 	if r.code != 0 || !strings.Contains(r.stdout, "backed up") {
