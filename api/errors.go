@@ -68,7 +68,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &he) && he.retryAfter > 0:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(he.retryAfter)))
 	case errors.Is(err, node.ErrNoLeader):
-		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(noQuorumWait)))
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(s.cfg.NoQuorumWait)))
 	}
 	switch {
 	case code == http.StatusInsufficientStorage:

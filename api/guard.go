@@ -15,10 +15,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// noQuorumWait is the Retry-After of a write refused for want of a leader:
-// about one election (Raft's default election timeout is a second, and a
-// second round is common).
-const noQuorumWait = 2 * time.Second
+// DefaultNoQuorumWait is Config.NoQuorumWait when none is given: about one
+// election (Raft's default election timeout is a second, and a second
+// round is common).
+const DefaultNoQuorumWait = 2 * time.Second
 
 // admin wraps a handler that needs the admin token. A node without one
 // refuses every admin call: no address, loopback included, is trusted, as

@@ -79,6 +79,9 @@ type Config struct {
 	// -Host are believed, for the rate limit's client address and the
 	// URLs creates return. From anyone else they are ignored.
 	TrustedProxies []netip.Prefix
+	// NoQuorumWait is the Retry-After of a write refused for want of a
+	// leader: an estimate of one election. 0 means DefaultNoQuorumWait.
+	NoQuorumWait time.Duration
 	// CreateTokensFile, when set, names a file of tokens that creates
 	// need (see --create-tokens); it is read again when it changes.
 	CreateTokensFile string
@@ -110,6 +113,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RateLimit < 0 {
 		return fmt.Errorf("api: rate limit %d must not be negative", c.RateLimit)
+	}
+	if c.NoQuorumWait <= 0 {
+		c.NoQuorumWait = DefaultNoQuorumWait
 	}
 	if err := c.checkCompat(); err != nil {
 		return err

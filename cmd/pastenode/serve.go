@@ -144,6 +144,8 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		RateLimit:      c.RateLimit,
 		MaxStoreBytes:  c.MaxStoreBytes,
 		TrustedProxies: c.TrustedProxies,
+		// Raft's election timeout is a second, scaled; two rounds.
+		NoQuorumWait: time.Duration(2 * float64(time.Second) * c.TimeScale),
 
 		CreateTokensFile: c.CreateTokens,
 		// The old pastebins' --uri-prefix and default expiry.
