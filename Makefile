@@ -50,10 +50,12 @@ check-deploy:
 
 # Replay the security audit's hostile requests against the real binary
 # (issue 10): forged internal calls, a poison entry, a keyless node, admin
-# through a localhost proxy, a highlighting bomb, a write flood. `make test`
-# runs the same package with everything else.
+# through a localhost proxy, a highlighting bomb, a write flood, a truncated
+# raft.db (test/e2e/audit and the TestAudit* tests of test/e2e). `make test`
+# runs the same tests with everything else.
 audit:
 	$(GO) test -count=1 -v ./test/e2e/audit
+	$(GO) test -count=1 -v -run '^TestAudit' ./test/e2e/
 
 test-unit:
 	$(GO) test -count=1 -short ./...
@@ -72,11 +74,6 @@ jepsen-short:
 jepsen:
 	@mkdir -p $(BIN)/jepsen
 	PASTE_JEPSEN_DURATION=$${PASTE_JEPSEN_DURATION:-180s} PASTE_JEPSEN_FAULT_GAP=$${PASTE_JEPSEN_FAULT_GAP:-1s} $(JEPSEN_RUN) -timeout 30m ./test/e2e/jepsen
-
-# Replay the security audit's hostile requests against the real binaries
-# (the TestAudit* tests of test/e2e).
-audit:
-	$(GO) test -count=1 -v -run '^TestAudit' ./test/e2e/
 
 # The comparison of BENCHMARKS.md: pastenode against a bare net/http
 # handler, nginx, etcd and kawipiko-server, one table in

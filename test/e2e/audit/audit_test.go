@@ -71,7 +71,6 @@ func TestForgedInternalCall(t *testing.T) {
 // internal path, never reaches the log: the node keeps serving and restarts
 // cleanly.
 func TestPoisonEntry(t *testing.T) {
-	t.Skip("needs i10-cluster: the leader's validation of commands before it proposes them")
 	t.Parallel()
 	n := startNode(t, "poison", "--rate-limit", "0")
 	id := create(t, n.URL, []byte("before the poison"), "")
@@ -99,7 +98,6 @@ func TestPoisonEntry(t *testing.T) {
 // loopback refuses to start without --cluster-key, with one line that says
 // how to make one, so that its internal port cannot be reached keyless.
 func TestNonLoopbackNeedsKey(t *testing.T) {
-	t.Skip("needs i10-cluster: the refusal to start keyless off loopback")
 	t.Parallel()
 	n := newNode(t, "open", "--rate-limit", "0", "--advertise-host", "127.0.0.1")
 	n.raftAddr = "0.0.0.0:" + portOf(n.raftAddr)
