@@ -31,6 +31,7 @@ type Client struct {
 	createTok  string
 	timeout    time.Duration
 	hc         *http.Client
+	stale      bool
 }
 
 // Options configures a Client. The zero value is usable.
@@ -49,6 +50,10 @@ type Options struct {
 	Timeout time.Duration
 	// HTTPClient replaces http.DefaultClient, e.g. for custom TLS.
 	HTTPClient *http.Client
+	// Stale lets reads be answered from a node's own copy even when that
+	// node cannot confirm it is up to date, e.g. cut off from the quorum
+	// (X-Paste-Stale: true). Burn reads are decided by the cluster anyway.
+	Stale bool
 }
 
 // New returns a Client for the nodes at addrs, each a base URL such as
@@ -57,7 +62,7 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("no node address given")
 	}
-	c := &Client{adminToken: opts.AdminToken, createTok: opts.CreateToken, timeout: opts.Timeout, hc: opts.HTTPClient}
+	c := &Client{adminToken: opts.AdminToken, createTok: opts.CreateToken, timeout: opts.Timeout, hc: opts.HTTPClient, stale: opts.Stale}
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}
@@ -208,6 +213,9 @@ func (c *Client) newRequest(ctx context.Context, base *url.URL, cl call) (*http.
 	}
 	if c.adminToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	}
+	if c.stale && (cl.method == http.MethodGet || cl.method == http.MethodHead) {
+		req.Header.Set("X-Paste-Stale", "true")
 	}
 	return req, nil
 }

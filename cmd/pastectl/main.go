@@ -86,6 +86,7 @@ type cli struct {
 	dataDir     string
 	output      string
 	timeout     time.Duration
+	stale       bool // get --stale
 }
 
 func (c *cli) rootCommand() *cobra.Command {
@@ -187,7 +188,7 @@ func (c *cli) newClient() (*client.Client, error) {
 	if token == "" {
 		token = os.Getenv("PASTE_TOKEN")
 	}
-	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, CreateToken: token, Timeout: c.timeout})
+	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, CreateToken: token, Timeout: c.timeout, Stale: c.stale})
 	if err != nil {
 		return nil, usagef("--addr: %w", err)
 	}

@@ -109,6 +109,7 @@ func (c *cli) getCommand() *cobra.Command {
 	})
 	f := cmd.Flags()
 	c.passwordFlag(f, &sec, "decrypt with a password")
+	f.BoolVar(&c.stale, "stale", false, "accept the node's own copy even when it cannot confirm it is current (cut off from the quorum)")
 	f.StringVar(&color, "color", "auto", "highlight with ANSI colours: auto (when stdout is a terminal), always or never")
 	f.StringVar(&lang, "lang", "", "the language to highlight as with --color (default the paste's)")
 	return cmd
