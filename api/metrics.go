@@ -2,7 +2,9 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -22,6 +24,10 @@ type metrics struct {
 	// tokenCreates counts creates by the name of their create token,
 	// never by the token itself.
 	tokenCreates *prometheus.CounterVec
+	// routes are the instruments of each named route, unknown those of
+	// requests that matched none; set by resolveRoutes.
+	routes  map[*mux.Route]*routeMetrics
+	unknown *routeMetrics
 }
 
 func newMetrics(store Store) *metrics {
@@ -82,17 +88,75 @@ func (m *metrics) handler() http.Handler {
 }
 
 // instrument counts requests and their latency by route name, so that
-// paste ids never become label values.
+// paste ids never become label values. The instruments of each route are
+// resolved once (see routeMetrics), so a request costs no label lookup.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &ui.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		route := "unknown"
-		if cr := mux.CurrentRoute(r); cr != nil && cr.GetName() != "" {
-			route = cr.GetName()
+		rm := s.metrics.unknown
+		if cr := mux.CurrentRoute(r); cr != nil {
+			if m, ok := s.metrics.routes[cr]; ok {
+				rm = m
+			}
 		}
-		s.metrics.requests.WithLabelValues(route, r.Method, strconv.Itoa(rec.Code())).Inc()
-		s.metrics.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		rm.counter(r.Method, rec.Code()).Inc()
+		rm.latency.Observe(time.Since(start).Seconds())
 	})
+}
+
+// resolveRoutes gives every named route of router its instruments; a
+// route without a name counts as "unknown". It runs once, after the
+// routes are set up.
+func (m *metrics) resolveRoutes(router *mux.Router) {
+	m.routes = make(map[*mux.Route]*routeMetrics)
+	m.unknown = m.route("unknown")
+	_ = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		if name := route.GetName(); name != "" {
+			m.routes[route] = m.route(name)
+		}
+		return nil
+	})
+}
+
+func (m *metrics) route(name string) *routeMetrics {
+	return &routeMetrics{
+		name:     name,
+		latency:  m.latency.WithLabelValues(name),
+		requests: m.requests,
+	}
+}
+
+// The methods and status codes whose counters a route keeps at hand;
+// others are looked up by label per request.
+var (
+	hotMethods = [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete}
+	hotCodes   = [...]int{200, 201, 204, 206, 304, 400, 403, 404, 405, 413, 429, 500, 503}
+)
+
+// routeMetrics are the instruments of one route, with its label values
+// resolved: the latency observer at once, the request counters the first
+// time a method and code occur (so that /metrics lists only what
+// happened).
+type routeMetrics struct {
+	name     string
+	latency  prometheus.Observer
+	requests *prometheus.CounterVec
+	hot      [len(hotMethods)][len(hotCodes)]atomic.Pointer[prometheus.Counter]
+}
+
+// counter returns the request counter of method and code on this route.
+func (rm *routeMetrics) counter(method string, code int) prometheus.Counter {
+	mi, ci := slices.Index(hotMethods[:], method), slices.Index(hotCodes[:], code)
+	if mi < 0 || ci < 0 {
+		return rm.requests.WithLabelValues(rm.name, method, strconv.Itoa(code))
+	}
+	slot := &rm.hot[mi][ci]
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := rm.requests.WithLabelValues(rm.name, method, strconv.Itoa(code))
+	slot.Store(&c)
+	return c
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"errors"
 	"io"
@@ -53,8 +52,7 @@ func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 // replicated state (G4).
 func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 	if !p.Burn {
-		ui.SetRawHeaders(w.Header(), p)
-		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
+		ui.ServeRaw(w, r, p)
 		return
 	}
 	if r.Method == http.MethodHead {

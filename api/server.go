@@ -158,6 +158,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	s.routes()
+	s.metrics.resolveRoutes(s.router)
 	return s, nil
 }
 

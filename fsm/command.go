@@ -86,6 +86,8 @@ type Paste struct {
 	Encrypted bool   `msgpack:"e,omitempty"`
 	TokenHash []byte `msgpack:"th"`
 	RequestID string `msgpack:"r,omitempty"`
+
+	info *ReadInfo // set by seal when the paste enters the store; never encoded
 }
 
 // Expired reports whether p is past its expiry at now (Unix nanoseconds).

@@ -309,6 +309,7 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
+	p.seal()
 	t.pastes.Insert(key, p)
 	if p.ExpiresAt != 0 {
 		t.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})

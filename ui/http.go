@@ -1,13 +1,12 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
@@ -79,25 +78,56 @@ var (
 
 // SetRawHeaders sets the headers of a raw read of p. Pastes never change,
 // so the id and creation time make a strong ETag without hashing the
-// content.
+// content. Every value comes from the paste's ReadInfo, computed once when
+// it entered the store, so that a read allocates none.
 func SetRawHeaders(h http.Header, p *fsm.Paste) {
-	if utf8.Valid(p.Content) {
+	ri := p.ReadInfo()
+	if ri.Text {
 		h["Content-Type"] = hvText
 	} else {
 		h["Content-Type"] = hvBinary
 	}
 	h["X-Content-Type-Options"] = hvNosniff
 	h["Content-Security-Policy"] = hvRawCSP
-	h["Etag"] = []string{`"` + p.ID + "-" + strconv.FormatInt(p.CreatedAt, 36) + `"`}
+	h["Etag"] = ri.ETag
 	switch {
 	case p.Burn:
 		h["Cache-Control"] = hvNoStore
-	case p.ExpiresAt != 0:
+	case ri.Expires != nil:
 		h["Cache-Control"] = hvNoCache
-		h.Set("Expires", time.Unix(0, p.ExpiresAt).UTC().Format(http.TimeFormat))
+		h["Expires"] = ri.Expires
 	default:
 		h["Cache-Control"] = hvNoCache
 	}
+}
+
+// ServeRaw writes the raw bytes of the non-burn paste p with its headers.
+// A plain GET or HEAD is answered here with one write; a conditional or
+// Range request goes through http.ServeContent, which answers 304, 206
+// and 412 as it should.
+func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
+	h := w.Header()
+	SetRawHeaders(h, p)
+	if conditional(r.Header) {
+		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
+		return
+	}
+	h["Last-Modified"] = p.ReadInfo().LastModified
+	h["Accept-Ranges"] = hvBytes
+	h["Content-Length"] = p.ReadInfo().Size
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(p.Content)
+	}
+}
+
+var hvBytes = []string{"bytes"}
+
+// conditional reports whether h asks for a conditional or partial answer,
+// which http.ServeContent handles.
+func conditional(h http.Header) bool {
+	return h["Range"] != nil || h["If-None-Match"] != nil || h["If-Modified-Since"] != nil ||
+		h["If-Match"] != nil || h["If-Unmodified-Since"] != nil || h["If-Range"] != nil
 }
 
 // WriteError answers with code and a one-line reason: JSON for JSON
@@ -162,6 +192,19 @@ func (r *StatusRecorder) Write(b []byte) (int, error) {
 		r.code = http.StatusOK
 	}
 	return r.ResponseWriter.Write(b)
+}
+
+// ReadFrom records an implicit 200 and copies src to the ResponseWriter
+// underneath, through its own ReadFrom when it has one (net/http's does),
+// so that io.Copy into a StatusRecorder needs no buffer of its own.
+func (r *StatusRecorder) ReadFrom(src io.Reader) (int64, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(r.ResponseWriter, src)
 }
 
 // Unwrap returns the ResponseWriter underneath, for http.ResponseController.
