@@ -24,10 +24,6 @@ type metrics struct {
 	// tokenCreates counts creates by the name of their create token,
 	// never by the token itself.
 	tokenCreates *prometheus.CounterVec
-	// routes are the instruments of each named route, unknown those of
-	// requests that matched none; set by resolveRoutes.
-	routes  map[*mux.Route]*routeMetrics
-	unknown *routeMetrics
 }
 
 func newMetrics(store Store) *metrics {
@@ -87,36 +83,41 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// instrument counts requests and their latency by route name, so that
-// paste ids never become label values. The instruments of each route are
-// resolved once (see routeMetrics), so a request costs no label lookup.
-func (s *Server) instrument(next http.Handler) http.Handler {
+// instrumentRoutes wraps the handler of every route of router, once, in
+// the security headers and the request metrics of its route name
+// ("unknown" for a route without one), so that paste ids never become
+// label values. gorilla/mux's Use would build the same chain again on every
+// request; here a request only runs it.
+func (s *Server) instrumentRoutes(router *mux.Router) {
+	byName := map[string]*routeMetrics{}
+	_ = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		h := route.GetHandler()
+		if h == nil {
+			return nil
+		}
+		name := route.GetName()
+		if name == "" {
+			name = "unknown"
+		}
+		rm := byName[name]
+		if rm == nil {
+			rm = s.metrics.route(name)
+			byName[name] = rm
+		}
+		route.Handler(secureHeaders(instrument(rm, h)))
+		return nil
+	})
+}
+
+// instrument counts the requests next answers and their latency with
+// rm's instruments.
+func instrument(rm *routeMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &ui.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		rm := s.metrics.unknown
-		if cr := mux.CurrentRoute(r); cr != nil {
-			if m, ok := s.metrics.routes[cr]; ok {
-				rm = m
-			}
-		}
 		rm.counter(r.Method, rec.Code()).Inc()
 		rm.latency.Observe(time.Since(start).Seconds())
-	})
-}
-
-// resolveRoutes gives every named route of router its instruments; a
-// route without a name counts as "unknown". It runs once, after the
-// routes are set up.
-func (m *metrics) resolveRoutes(router *mux.Router) {
-	m.routes = make(map[*mux.Route]*routeMetrics)
-	m.unknown = m.route("unknown")
-	_ = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		if name := route.GetName(); name != "" {
-			m.routes[route] = m.route(name)
-		}
-		return nil
 	})
 }
 

@@ -158,7 +158,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	s.routes()
-	s.metrics.resolveRoutes(s.router)
+	s.instrumentRoutes(s.router)
 	return s, nil
 }
 
@@ -174,7 +174,8 @@ func (s *Server) routes() {
 	// Paths are matched as sent: mux would answer /raw/..%2fx with a 301
 	// to a cleaned path; here it is a 404 like any unknown path.
 	r.SkipClean(true)
-	r.Use(secureHeaders, s.instrument)
+	// Every route's handler is wrapped in secureHeaders and the metrics
+	// once these are set up: see instrumentRoutes.
 	get := []string{http.MethodGet, http.MethodHead}
 
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")

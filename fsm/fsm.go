@@ -309,7 +309,7 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
-	p.seal()
+	p.Seal()
 	t.pastes.Insert(key, p)
 	if p.ExpiresAt != 0 {
 		t.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})

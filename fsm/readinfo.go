@@ -29,9 +29,8 @@ type ReadInfo struct {
 // httpTime is net/http's TimeFormat.
 const httpTime = "Mon, 02 Jan 2006 15:04:05 GMT"
 
-// ReadInfo returns the paste's ReadInfo: the one computed when it entered
-// the store, or, for a paste that never did (one built by hand), a fresh
-// one.
+// ReadInfo returns the paste's ReadInfo: the one Seal computed, or, for a
+// paste never sealed (one built by hand), a fresh one.
 func (p *Paste) ReadInfo() *ReadInfo {
 	if p.info != nil {
 		return p.info
@@ -52,6 +51,6 @@ func (p *Paste) newReadInfo() *ReadInfo {
 	return ri
 }
 
-// seal computes p's ReadInfo before p is published to readers; p must not
-// change afterwards.
-func (p *Paste) seal() { p.info = p.newReadInfo() }
+// Seal computes p's ReadInfo once, before p is published to readers; the
+// store seals every paste it takes in. p must not change afterwards.
+func (p *Paste) Seal() { p.info = p.newReadInfo() }

@@ -151,7 +151,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if p.ID == "" {
 			return nil, fmt.Errorf("%w: paste %d has no id", ErrSnapshot, i)
 		}
-		p.seal()
+		p.Seal()
 		tx.pastes.Insert([]byte(p.ID), &p)
 		if p.ExpiresAt != 0 {
 			tx.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})
