@@ -2,6 +2,9 @@ package mirror
 
 import (
 	"net/http"
+	"slices"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -14,6 +17,33 @@ type metrics struct {
 	handler  http.Handler
 	requests *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
+	// hot keeps the request counters of each route for the usual codes,
+	// resolved the first time they occur, so that a request looks up no
+	// labels.
+	hot map[string]*[len(hotCodes)]atomic.Pointer[prometheus.Counter]
+}
+
+// The routes mirrorRoute names and the status codes whose counters are
+// kept at hand; others are looked up by label per request.
+var (
+	routeNames = []string{"index", "healthz", "metrics", "static", "api_meta", "api_unknown", "raw", "view", "unknown"}
+	hotCodes   = [...]int{200, 206, 304, 400, 404, 405, 500, 503}
+)
+
+// count counts one request to route answered with code.
+func (mm *metrics) count(route string, code int) {
+	slots, ci := mm.hot[route], slices.Index(hotCodes[:], code)
+	if slots == nil || ci < 0 {
+		mm.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+		return
+	}
+	if c := slots[ci].Load(); c != nil {
+		(*c).Inc()
+		return
+	}
+	c := mm.requests.WithLabelValues(route, strconv.Itoa(code))
+	slots[ci].Store(&c)
+	c.Inc()
 }
 
 func newMetrics(m *Server) *metrics {
@@ -29,6 +59,10 @@ func newMetrics(m *Server) *metrics {
 			Name: "pastenode_mirror_reloads_total",
 			Help: "Archive files loaded after a change, by result (ok, error).",
 		}, []string{"result"}),
+	}
+	mm.hot = make(map[string]*[len(hotCodes)]atomic.Pointer[prometheus.Counter], len(routeNames))
+	for _, name := range routeNames {
+		mm.hot[name] = new([len(hotCodes)]atomic.Pointer[prometheus.Counter])
 	}
 	mm.reloads.WithLabelValues("ok")
 	mm.reloads.WithLabelValues("error")

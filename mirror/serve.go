@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -19,7 +18,7 @@ import (
 func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &ui.StatusRecorder{ResponseWriter: w}
 	route := m.serve(rec, r)
-	m.metrics.requests.WithLabelValues(route, strconv.Itoa(rec.Code())).Inc()
+	m.metrics.count(route, rec.Code())
 }
 
 // serve answers r and returns its route name for the metrics.
@@ -59,13 +58,13 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
 		m.fail(w, r, a, http.StatusNotFound, "not found")
 		return route
 	}
-	res, ok, err := a.a.Lookup(key)
+	res, ok, err := a.lookup(key)
 	if err != nil {
 		m.log.Error("archive lookup", "path", key, "err", err)
 		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
 		return route
 	}
-	if !ok || res.Status == http.StatusNotFound || expired(&res, now) {
+	if !ok || res.status == http.StatusNotFound || res.hasExpires && !now.Before(res.expires) {
 		msg := "paste not found"
 		if route == "static" || route == "index" {
 			msg = "not found"
@@ -76,10 +75,7 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
 	if route == "view" || route == "index" {
 		w.Header().Add("Vary", "Accept")
 	}
-	if err := m.send(w, r, &res, now); err != nil {
-		m.log.Error("serve from archive", "path", key, "err", err)
-		m.fail(w, r, a, http.StatusInternalServerError, "internal error: the archive is damaged")
-	}
+	res.write(w, r, now)
 	return route
 }
 
@@ -119,80 +115,6 @@ func mirrorRoute(path string, html bool) (route, key string) {
 func oneSegment(path, prefix string) bool {
 	rest, ok := strings.CutPrefix(path, prefix)
 	return ok && rest != "" && !strings.Contains(rest, "/")
-}
-
-// expired reports whether the resource's Expires header has passed.
-func expired(res *cdb.Resource, now time.Time) bool {
-	v, ok := res.Header("Expires")
-	if !ok {
-		return false
-	}
-	t, err := http.ParseTime(v)
-	return err == nil && !now.Before(t)
-}
-
-// send writes a stored resource. A gzip body goes as it is to clients that
-// accept gzip and is decompressed for the others. The live node's security
-// headers are added to every page, whatever the archive says.
-func (m *Server) send(w http.ResponseWriter, r *http.Request, res *cdb.Resource, now time.Time) error {
-	body, enc := res.Body, res.ContentEncoding()
-	if enc == "gzip" && !acceptsGzip(r) {
-		buf := bufPool.Get().(*bytes.Buffer)
-		defer bufPool.Put(buf)
-		if err := gunzip(buf, res.Body); err != nil {
-			return err
-		}
-		body, enc = buf.Bytes(), "identity"
-	}
-
-	h := w.Header()
-	for _, hd := range res.Headers {
-		h.Del(hd.Name)
-	}
-	for _, hd := range res.Headers {
-		if !strings.EqualFold(hd.Name, "Content-Encoding") {
-			h.Add(hd.Name, hd.Value)
-		}
-	}
-	if res.ContentEncoding() == "gzip" {
-		h.Add("Vary", "Accept-Encoding")
-	}
-	if enc != "identity" {
-		h.Set("Content-Encoding", enc)
-		// A stored ETag names the decoded bytes; the encoded ones are
-		// only weakly the same.
-		if etag := h.Get("Etag"); etag != "" && !strings.HasPrefix(etag, "W/") {
-			h.Set("Etag", "W/"+etag)
-		}
-	}
-	if strings.HasPrefix(h.Get("Content-Type"), "text/html") {
-		ui.SetPageHeaders(w.Header())
-	}
-	if v := h.Get("Expires"); v != "" {
-		// Cache no longer than the paste lives, counted from now rather
-		// than from the export.
-		if t, err := http.ParseTime(v); err == nil {
-			h.Set("Cache-Control", maxAge(t.Sub(now)))
-		}
-	}
-
-	if res.Status == http.StatusOK {
-		if enc != "identity" {
-			// ServeContent leaves the length of encoded bytes unset and
-			// would cut ranges out of them; send them whole, with it.
-			h.Set("Content-Length", strconv.Itoa(len(body)))
-			r = r.Clone(r.Context())
-			r.Header.Del("Range")
-		}
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
-		return nil
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(res.Status)
-	if r.Method != http.MethodHead {
-		w.Write(body)
-	}
-	return nil
 }
 
 var (
@@ -256,7 +178,11 @@ func (m *Server) fail(w http.ResponseWriter, r *http.Request, a *mirrorArchive, 
 		if code != http.StatusNotFound || a == nil || !ui.WantsHTML(r) {
 			return false
 		}
-		page, ok, err := a.a.Lookup("/*")
-		return err == nil && ok && page.Status == http.StatusNotFound && m.send(w, r, &page, time.Now()) == nil
+		page, ok, err := a.lookup("/*")
+		if err != nil || !ok || page.status != http.StatusNotFound {
+			return false
+		}
+		page.write(w, r, time.Now())
+		return true
 	})
 }

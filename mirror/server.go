@@ -213,6 +213,7 @@ type mirrorArchive struct {
 	a      *cdb.Archive
 	pastes int
 	refs   atomic.Int64
+	cache  preparedCache
 }
 
 // openMirrorArchive opens the archive at path and checks that it can be
