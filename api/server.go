@@ -178,6 +178,9 @@ func (s *Server) routes() {
 	// once these are set up: see instrumentRoutes.
 	get := []string{http.MethodGet, http.MethodHead}
 
+	// The raw read first: mux tries routes in order, and this one, the
+	// most frequent, overlaps none of the routes it comes before.
+	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(get...).Name("readyz")
 	r.Handle("/metrics", s.metrics.handler()).Methods(get...).Name("metrics")
@@ -197,7 +200,6 @@ func (s *Server) routes() {
 
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
 	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")
-	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
 	s.compatRoutes(r)
 	r.HandleFunc("/{id}/reveal", s.handleReveal).Methods(http.MethodPost).Name("reveal")
 	r.HandleFunc("/{id}", s.handleView).Methods(get...).Name("view")
