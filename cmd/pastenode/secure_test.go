@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,30 +80,12 @@ func TestKeygenPrintsAFreshKey(t *testing.T) {
 
 func noEnv(string) (string, bool) { return "", false }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestInsecureClusterWarnsAtEveryStart(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeAddr(t), "--raft-addr", freeAddr(t),
 		"--gossip-addr", freeAddr(t), "--insecure-cluster", "--raft-time-scale", "0.1"}
 	for start := range 2 {
-		var logs syncBuffer
+		var logs lockedBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, args, &logs) }()
