@@ -7,32 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
 )
 
-// openNodeAt opens a single-voter node of id on dir and waits until it is
-// ready.
+// openNodeAt opens a single-voter node of id on dir and addr and waits
+// until it is ready.
 func openNodeAt(t *testing.T, id, dir, addr string) *Node {
 	t.Helper()
-	n, err := New(Config{ID: id, DataDir: dir, RaftAddr: addr, BootstrapExpect: 1, TimeScale: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Open(context.Background()); err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for n.Ready() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("node not ready: %v", n.Ready())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n
+	return openNode(t, func(c *Config) { c.ID, c.DataDir, c.RaftAddr = id, dir, addr })
 }
 
 func freeAddr(t *testing.T) string {

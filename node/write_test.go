@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +14,7 @@ import (
 // to its Config, and waits until it is ready.
 func openNode(t *testing.T, changes ...func(*Config)) *Node {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cfg := Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: addr, BootstrapExpect: 1, TimeScale: 0.1}
+	cfg := Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), BootstrapExpect: 1, TimeScale: 0.1}
 	for _, c := range changes {
 		c(&cfg)
 	}
