@@ -74,6 +74,11 @@ func TestBackupRestoreKeepsEverything(t *testing.T) {
 	if _, err := Restore(RestoreConfig{From: path, DataDir: t.TempDir(), ID: "old", AdvertiseAddr: "127.0.0.1:1"}); err == nil {
 		t.Error("restore under a removed node id: got no error")
 	}
+	// A data dir for a node that will run beyond loopback (with its key,
+	// which restore neither needs nor checks).
+	if _, err := Restore(RestoreConfig{From: path, DataDir: t.TempDir(), ID: "r2", AdvertiseAddr: "10.0.0.5:7000"}); err != nil {
+		t.Errorf("restore for a node at 10.0.0.5: %v", err)
+	}
 	dir := filepath.Join(t.TempDir(), "restored")
 	addr := freeAddr(t)
 	info, err := Restore(RestoreConfig{From: path, DataDir: dir, ID: "r1", AdvertiseAddr: addr})
