@@ -260,6 +260,11 @@ func (n *Node) leaseLoop() {
 	defer tick.Stop()
 	var reported uint64
 	for {
+		if n.raft.State() == raft.Leader {
+			// The leader's own lease does not depend on what it has
+			// applied: a removal is no reason for an extra quorum round.
+			reported = n.fsm.LastRemoval()
+		}
 		if n.fsm.LastRemoval() == reported {
 			changed := n.fsm.Changed()
 			if n.fsm.LastRemoval() == reported {
@@ -288,7 +293,7 @@ func (n *Node) renewLease() {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ReadLease/2)
 	defer cancel()
 	if n.raft.State() == raft.Leader {
-		n.lease.startTerm(term, sent)
+		n.lease.startTerm(term, time.Now()) // known to lead from now at the latest
 		if n.barrierTerm.Load() == term && n.verifyLeader(ctx) == nil {
 			n.lease.extend(term, sent.Add(n.cfg.ReadLease))
 		}

@@ -108,7 +108,8 @@ type Config struct {
 // title, language, ids, token hash and msgpack framing, with room to spare.
 const CommandEnvelope = 64 << 10
 
-// Validate checks c and changes nothing; New fills in the defaults first.
+// Validate checks c and changes nothing; New calls it, then fills in the
+// defaults.
 func (c *Config) Validate() error {
 	if c.ID == "" {
 		return errors.New("node id is empty")
