@@ -1,6 +1,6 @@
 // Package api serves pastenode's HTTP contract on a live node: creates,
-// reads, burns and deletes, the web UI's pages, health and metrics, and the
-// admin calls (status, join, remove, export, snapshot, backup). The typed
+// reads, burns and deletes, the web UI's pages, health, metrics and status,
+// and the admin calls (join, remove, export, snapshot, backup, profiles). The typed
 // client of the same contract is the client package.
 //
 // The handlers call small interfaces declared here, Store (the replicated

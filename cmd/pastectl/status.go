@@ -173,7 +173,9 @@ func (c *cli) askMember(ctx context.Context, apiAddr string, timeout time.Durati
 	if apiAddr == "" {
 		return nil, nil, "no API address known (not in gossip)"
 	}
-	cl, err := client.New([]string{c.scheme() + "://" + apiAddr}, client.Options{AdminToken: c.adminToken, Timeout: timeout})
+	// The address comes from gossip, so it is the member's own word: the
+	// status call needs no token, and none is sent there.
+	cl, err := client.New([]string{c.scheme() + "://" + apiAddr}, client.Options{Timeout: timeout})
 	if err != nil {
 		return nil, nil, err.Error()
 	}
