@@ -72,9 +72,13 @@ func (s *Server) underBasePath(h http.Handler) http.Handler {
 		if rest == "" {
 			rest = "/"
 		}
-		r2 := r.Clone(r.Context())
-		r2.URL.Path = rest
-		r2.URL.RawPath = ""
+		// A shallow copy, as http.StripPrefix makes: a deep Clone would
+		// copy every header on every request, the raw read's included.
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = rest, ""
+		r2.URL = &u
 		h.ServeHTTP(w, r2)
 	})
 }

@@ -43,12 +43,12 @@ func (s *sink) Header() http.Header         { return s.h }
 func (s *sink) Write(b []byte) (int, error) { s.n += len(b); return len(b), nil }
 func (s *sink) WriteHeader(code int)        { s.code = code }
 
-func hotServer(t testing.TB, p *fsm.Paste) http.Handler {
-	pages, err := ui.New(ui.Options{})
+func hotServer(t testing.TB, p *fsm.Paste, basePath string) http.Handler {
+	pages, err := ui.New(ui.Options{BasePath: basePath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(Config{Store: &oneStore{p: p}, UI: pages, MaxPasteSize: 1 << 20})
+	srv, err := NewServer(Config{Store: &oneStore{p: p}, UI: pages, MaxPasteSize: 1 << 20, BasePath: basePath})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,11 +64,13 @@ func hotServer(t testing.TB, p *fsm.Paste) http.Handler {
 func TestRawReadAllocations(t *testing.T) {
 	p := &fsm.Paste{ID: "abcdefgh", Content: []byte(strings.Repeat("x", 16<<10)), CreatedAt: 1e18}
 	p.Seal()
-	h := hotServer(t, p)
+	h, under := hotServer(t, p, ""), hotServer(t, p, "/paste")
 	for _, c := range []struct {
+		h       http.Handler
 		path    string
 		ceiling float64
-	}{{"/raw/abcdefgh", 9}, {"/abcdefgh", 11}} {
+	}{{h, "/raw/abcdefgh", 9}, {h, "/abcdefgh", 9}, {under, "/paste/raw/abcdefgh", 11}} {
+		h := c.h
 		req := httptest.NewRequest(http.MethodGet, c.path, nil)
 		w := &sink{h: http.Header{}}
 		read := func() {
@@ -108,7 +110,7 @@ func bytesPerRun(runs int, f func()) uint64 {
 func TestRawReadAnswers(t *testing.T) {
 	p := &fsm.Paste{ID: "abcdefgh", Content: []byte("hello, world\n"), CreatedAt: 1e18, ExpiresAt: 2e18}
 	p.Seal()
-	h := hotServer(t, p)
+	h := hotServer(t, p, "")
 	serve := func(method string, header ...string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, "/raw/abcdefgh", nil)
 		for i := 0; i+1 < len(header); i += 2 {

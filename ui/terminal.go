@@ -33,11 +33,18 @@ var terminalFormatters = map[string]chroma.Formatter{
 // when r asks for none; known is false when ?fmt= names a format that does
 // not exist.
 func TerminalFormat(r *http.Request) (format string, ok, known bool) {
-	if v := r.URL.Query().Get("fmt"); v != "" {
-		_, known = terminalFormatters[v]
-		return v, true, known
+	// Most reads ask for no terminal format: check cheaply before parsing.
+	if strings.Contains(r.URL.RawQuery, "fmt=") {
+		if v := r.URL.Query().Get("fmt"); v != "" {
+			_, known = terminalFormatters[v]
+			return v, true, known
+		}
 	}
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+	accept := r.Header.Get("Accept")
+	if !strings.Contains(accept, ANSIType) {
+		return "", false, false
+	}
+	for _, part := range strings.Split(accept, ",") {
 		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == ANSIType {
 			return "ansi", true, true
 		}

@@ -15,7 +15,14 @@ type outFile struct {
 
 // createOut starts writing final's replacement.
 func createOut(final string, perm os.FileMode) (*outFile, error) {
-	f, err := os.OpenFile(final+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, perm)
+	// A leftover FILE.tmp (or a link planted there) is removed, and the
+	// new one created exclusively, so perm always holds: a backup carries
+	// every paste.
+	tmp := final + ".tmp"
+	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return nil, err
 	}
