@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,3 +74,38 @@ func TestHighlightInBudget(t *testing.T) {
 }
 
 func strconvNano(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 36) }
+
+// TestTerminalKeepsThePlainVerdict: terminal reads of a paste that ran out
+// of budget take the cached verdict and do not tokenise it again, so they
+// cannot hold the tokeniser's slots one budget each.
+func TestTerminalKeepsThePlainVerdict(t *testing.T) {
+	u := newUI(t, Options{HighlightBudget: 100 * time.Millisecond})
+	p := Paste{ID: "tbomb", Lang: "makefile", Content: bytes.Repeat([]byte("a"), 32<<10), CreatedAt: now}
+	if err := u.Terminal(io.Discard, p, "", "ansi"); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := u.cache.get("tbomb\x00makefile\x00" + strconvNano(now)); !ok || !b.plain {
+		t.Fatalf("after a terminal read the cache holds %+v, %v; want the plain verdict", b, ok)
+	}
+	// With every tokeniser slot taken and an hour of budget, a read that
+	// tried to tokenise again would wait for an hour.
+	u.hl.budget = time.Hour
+	for range cap(tokeniserSlots) {
+		tokeniserSlots <- struct{}{}
+	}
+	defer func() {
+		for range cap(tokeniserSlots) {
+			<-tokeniserSlots
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- u.Terminal(io.Discard, p, "", "ansi") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a later terminal read waited to tokenise the paste again")
+	}
+}

@@ -72,6 +72,15 @@ func (u *UI) Terminal(w io.Writer, p Paste, lang, format string) error {
 	if p.Encrypted || len(p.Content) > u.opts.MaxHighlightBytes {
 		lexer = nil
 	}
+	if lexer != nil {
+		// The page's verdict, cached and shared by concurrent first views:
+		// a paste that ran out of budget once is not tokenised again for
+		// every terminal read.
+		p.Lang = lang
+		if u.body(p, lexer, text).plain {
+			lexer = nil
+		}
+	}
 	style := styles.Get(terminalStyle)
 	tokens, _ := u.hl.tokens(lexer, text) // under the pages' time budget
 	return f.Format(w, style, chroma.Literator(tokens...))
