@@ -205,10 +205,12 @@ func (s *Server) routes() {
 	r.HandleFunc("/{id}", s.handleView).Methods(get...).Name("view")
 	r.HandleFunc("/{id}", s.handleDelete).Methods(http.MethodDelete).Name("delete")
 
-	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Requests that match no route are counted too, under "unknown".
+	unmatched := s.metrics.route("unknown")
+	r.NotFoundHandler = secureHeaders(instrument(unmatched, http.HandlerFunc(s.notFound)))
+	r.MethodNotAllowedHandler = secureHeaders(instrument(unmatched, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, errorf(http.StatusMethodNotAllowed, "method %s not allowed here", r.Method))
-	})
+	})))
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {

@@ -135,9 +135,13 @@ func TestOperations(t *testing.T) {
 		})
 	}
 
+	do(t, http.MethodGet, tn.URL+"/no/such/route", nil).wantStatus(t, http.StatusNotFound)
+	do(t, http.MethodPut, tn.URL+"/api/v1/status", nil).wantStatus(t, http.StatusMethodNotAllowed)
 	m := do(t, http.MethodGet, tn.URL+"/metrics", nil)
 	m.wantStatus(t, http.StatusOK)
-	for _, want := range []string{"pastenode_http_requests_total{", "pastenode_pastes 3", "pastenode_raft_leader 1"} {
+	for _, want := range []string{"pastenode_http_requests_total{", "pastenode_pastes 3", "pastenode_raft_leader 1",
+		`pastenode_http_requests_total{code="404",method="GET",route="unknown"} 1`,
+		`pastenode_http_requests_total{code="405",method="PUT",route="unknown"} 1`} {
 		if !bytes.Contains(m.body, []byte(want)) {
 			t.Errorf("/metrics has no %q", want)
 		}
