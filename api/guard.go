@@ -182,13 +182,18 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + host + s.cfg.BasePath
 }
 
-// limiter gives each client IP perMinute writes a minute, with a burst of
-// the same size.
+// limiter gives each client perMinute writes a minute, with a burst of the
+// same size. A client is an IPv4 address or an IPv6 /64 (see ClientKey),
+// and at most maxClients are kept.
 type limiter struct {
 	perMinute int
 	mu        sync.Mutex
 	clients   map[string]*rate.Limiter
+	swept     time.Time // the last sweep for idle clients
 }
+
+// maxClients bounds the limiter's memory.
+const maxClients = 10000
 
 func newLimiter(perMinute int) *limiter {
 	return &limiter{perMinute: perMinute, clients: make(map[string]*rate.Limiter)}
@@ -200,21 +205,16 @@ func (l *limiter) reserve(ip string) time.Duration {
 	if l.perMinute <= 0 {
 		return 0
 	}
+	key := ClientKey(ip)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, ok := l.clients[ip]
+	lim, ok := l.clients[key]
 	if !ok {
-		// Forget idle clients rather than grow without bound: a full
-		// limiter is the same as a new one.
-		if len(l.clients) >= 10000 {
-			for k, v := range l.clients {
-				if v.Tokens() >= float64(l.perMinute) {
-					delete(l.clients, k)
-				}
-			}
+		if len(l.clients) >= maxClients {
+			l.makeRoom()
 		}
 		lim = rate.NewLimiter(rate.Limit(float64(l.perMinute)/60), l.perMinute)
-		l.clients[ip] = lim
+		l.clients[key] = lim
 	}
 	res := lim.Reserve()
 	if d := res.Delay(); d > 0 {
@@ -222,6 +222,40 @@ func (l *limiter) reserve(ip string) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// makeRoom frees at least one place: idle clients go (a full limiter is
+// the same as a new one), swept at most once a second so that a stream of
+// new addresses costs no full scan each; failing that, any one client.
+func (l *limiter) makeRoom() {
+	if now := time.Now(); now.Sub(l.swept) >= time.Second {
+		l.swept = now
+		for k, v := range l.clients {
+			if v.Tokens() >= float64(l.perMinute) {
+				delete(l.clients, k)
+			}
+		}
+	}
+	for k := range l.clients {
+		if len(l.clients) < maxClients {
+			return
+		}
+		delete(l.clients, k)
+	}
+}
+
+// ClientKey is what the per-client limits count by: an IPv4 address as it
+// is, an IPv6 address by its /64, the least a site is given, so that one
+// host cannot take a fresh budget from every address of its prefix.
+func ClientKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	if a = a.Unmap(); a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.String()
 }
 
 // secureHeaders sets X-Content-Type-Options: nosniff on every response.

@@ -259,3 +259,37 @@ func TestRetryAfterNoQuorum(t *testing.T) {
 		t.Errorf("no quorum: got %d with Retry-After %q, want 503 and 4", rec.Code, rec.Header().Get("Retry-After"))
 	}
 }
+
+func TestClientKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:bbbb::9", "2001:db8:1:2::/64"},
+		{"not an ip", "not an ip"},
+	} {
+		if got := ClientKey(c.in); got != c.want {
+			t.Errorf("ClientKey(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestLimiterBounded: a stream of new clients never grows the limiter past
+// maxClients, even when every one of them is busy, and a /64 is one client.
+func TestLimiterBounded(t *testing.T) {
+	l := newLimiter(60)
+	for i := range maxClients + 500 {
+		l.reserve(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	if n := len(l.clients); n > maxClients {
+		t.Errorf("limiter holds %d clients, want at most %d", n, maxClients)
+	}
+	l = newLimiter(2)
+	for i := range 3 {
+		if wait := l.reserve(fmt.Sprintf("2001:db8::%x", i+1)); i < 2 && wait != 0 {
+			t.Fatalf("write %d of a /64 refused", i)
+		} else if i == 2 && wait == 0 {
+			t.Error("a third write from the same /64 was let through: each address got its own budget")
+		}
+	}
+}

@@ -42,6 +42,11 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 		if l.exempt != nil && l.exempt(ip) {
 			return c, nil
 		}
+		if ip.Is6() {
+			// One host may hold a whole /64: count it as one client, as
+			// the rate limit does (api.ClientKey).
+			ip = netip.PrefixFrom(ip, 64).Masked().Addr()
+		}
 		l.mu.Lock()
 		if l.open[ip] >= l.perIP {
 			l.mu.Unlock()
