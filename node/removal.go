@@ -1,10 +1,8 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -45,29 +43,13 @@ type safeRequest struct {
 }
 
 func (n *Node) askRemovalSafe(ctx context.Context, index uint64) error {
-	addr, _ := n.raft.LeaderWithID()
-	if addr == "" {
-		return ErrNoLeader
-	}
 	body, err := msgpack.Marshal(&safeRequest{Index: index})
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+string(addr)+"/internal/v1/removal-safe", bytes.NewReader(body))
+	reply, err := n.call(ctx, http.MethodPost, "/internal/v1/removal-safe", body)
 	if err != nil {
 		return err
-	}
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUnreachable, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: leader answered %s", errUnreachable, resp.Status)
-	}
-	var reply applyReply
-	if err := msgpack.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&reply); err != nil {
-		return fmt.Errorf("%w: bad reply: %v", errUnreachable, err)
 	}
 	if err := decodeError(reply.Err, reply.Msg); err != nil {
 		if errors.Is(err, errNotLeader) || errors.Is(err, ErrClosed) {
