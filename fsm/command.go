@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -131,34 +130,6 @@ func Decode(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: %s without an id", ErrBadCommand, c.Type)
 	}
 	return &c, nil
-}
-
-// PeekType returns the type of the command in log entry b without decoding
-// the rest of it (a create's content can be large), or 0 if b is not a
-// command.
-func PeekType(b []byte) Type {
-	dec := msgpack.NewDecoder(bytes.NewReader(b))
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return 0
-	}
-	for range n {
-		key, err := dec.DecodeString()
-		if err != nil {
-			return 0
-		}
-		if key == "t" {
-			t, err := dec.DecodeUint8()
-			if err != nil {
-				return 0
-			}
-			return Type(t)
-		}
-		if err := dec.Skip(); err != nil {
-			return 0
-		}
-	}
-	return 0
 }
 
 // Removes reports whether a command of type t may remove a paste, so that

@@ -75,9 +75,15 @@ func (n *Node) applyOnce(ctx context.Context, data []byte) (*fsm.Result, uint64,
 // proposes only a command that decodes and validates, and whose type every
 // live member knows: nothing else ever reaches the log through pastenode.
 func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
-	if err := n.checkCommand(data); err != nil {
+	cmd, err := n.checkCommand(data)
+	if err != nil {
 		return nil, 0, err
 	}
+	return n.applyChecked(ctx, data, cmd)
+}
+
+// applyChecked applies data, which checkCommand decoded into cmd.
+func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command) (*fsm.Result, uint64, error) {
 	timeout := n.cfg.WriteHold
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -93,7 +99,7 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 	// A removal (or a retry of one, which removes nothing itself) is
 	// acknowledged only once no read lease lets a node serve what it
 	// removed.
-	if fsm.PeekType(data).Removes() {
+	if cmd.Type.Removes() {
 		if err := n.waitLeases(ctx, f.Index()); err != nil {
 			return nil, 0, err
 		}
@@ -101,20 +107,20 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 	return res, f.Index(), nil
 }
 
-// checkCommand refuses data unless it is a valid command whose type the
-// oldest live member's protocol knows.
-func (n *Node) checkCommand(data []byte) error {
+// checkCommand decodes data and refuses it unless it is a valid command
+// whose type the oldest live member's protocol knows.
+func (n *Node) checkCommand(data []byte) (*fsm.Command, error) {
 	if int64(len(data)) > n.cfg.MaxCommandBytes {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), n.cfg.MaxCommandBytes)
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), n.cfg.MaxCommandBytes)
 	}
 	cmd, err := fsm.Decode(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if need, have := fsm.Since(cmd.Type), n.peerProtocol(); need > have {
-		return fmt.Errorf("%w: %s needs protocol %d, a live member runs %d", ErrOldPeer, cmd.Type, need, have)
+		return nil, fmt.Errorf("%w: %s needs protocol %d, a live member runs %d", ErrOldPeer, cmd.Type, need, have)
 	}
-	return nil
+	return cmd, nil
 }
 
 // SetPeerProtocol tells the node how to learn the lowest command protocol

@@ -119,11 +119,13 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		reply.Err = "closed"
 	} else if n.raft.State() != raft.Leader {
 		reply.Err = "not_leader"
-	} else if err := checkForwarded(data, time.Now()); err != nil {
+	} else if cmd, err := n.checkCommand(data); err != nil {
 		reply.Err, reply.Msg = errorCode(err), err.Error()
-	} else if err := n.admitForwarded(data); err != nil {
+	} else if err := checkForwarded(cmd, time.Now()); err != nil {
+		reply.Err, reply.Msg = errorCode(err), err.Error()
+	} else if err := n.admitForwarded(cmd); err != nil {
 		reply.Err, reply.Msg = "storage_full", err.Error()
-	} else if res, index, err := n.applyLocal(r.Context(), data); err != nil {
+	} else if res, index, err := n.applyChecked(r.Context(), data, cmd); err != nil {
 		reply.Err, reply.Msg = errorCode(err), err.Error()
 	} else {
 		reply.Index, reply.Paste = index, res.Paste
@@ -142,11 +144,7 @@ const maxForwardSkew = time.Hour
 // checkForwarded refuses what no follower sends: a command that does not
 // decode, an Expire (only the leader's reaper proposes those, locally), or
 // one whose clock is far from the leader's now.
-func checkForwarded(data []byte, now time.Time) error {
-	cmd, err := fsm.Decode(data)
-	if err != nil {
-		return err
-	}
+func checkForwarded(cmd *fsm.Command, now time.Time) error {
 	if cmd.Type == fsm.TypeExpire {
 		return fmt.Errorf("%w: %s is proposed by the leader only", fsm.ErrBadCommand, cmd.Type)
 	}

@@ -205,9 +205,8 @@ func (s guardedSink) Close() error {
 
 // admitForwarded checks a command forwarded to this leader: a create is
 // refused while this node's storage is full, like a local one.
-func (n *Node) admitForwarded(data []byte) error {
-	cmd, err := fsm.Decode(data)
-	if err != nil || cmd.Type != fsm.TypeCreate {
+func (n *Node) admitForwarded(cmd *fsm.Command) error {
+	if cmd.Type != fsm.TypeCreate {
 		return nil
 	}
 	return n.storage.admit()
