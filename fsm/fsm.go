@@ -36,6 +36,9 @@ type Tombstone struct {
 	// CreatedBy is the request id of the create, so a retried create after
 	// the paste is already gone still succeeds.
 	CreatedBy string `msgpack:"cb,omitempty"`
+	// Index is the log index of the removal (0 in tombstones written
+	// before it was recorded).
+	Index uint64 `msgpack:"i,omitempty"`
 }
 
 // state is one immutable version of everything the FSM holds.
@@ -172,10 +175,18 @@ func (f *FSM) Changed() <-chan struct{} {
 }
 
 // Gone reports whether paste id was removed (deleted, burned or expired)
-// within the last TombstoneTTL: a miss that a removal caused.
-func (f *FSM) Gone(id string) bool {
-	_, ok := f.cur.Load().tombs.Get([]byte(id))
-	return ok
+// within the last TombstoneTTL, a miss that a removal caused, and the log
+// index of that removal (LastRemoval for a tombstone that does not know).
+func (f *FSM) Gone(id string) (index uint64, ok bool) {
+	st := f.cur.Load()
+	ts, ok := st.tombs.Get([]byte(id))
+	if !ok {
+		return 0, false
+	}
+	if ts.Index == 0 {
+		return st.removal, true
+	}
+	return ts.Index, true
 }
 
 // Removed reports whether an operator removed node id from the cluster.
@@ -398,6 +409,7 @@ func (t *txn) remove(p *Paste, ts *Tombstone) {
 	t.count--
 	t.bytes -= int64(len(p.Content))
 	ts.CreatedBy = p.RequestID
+	ts.Index = t.index
 	if old, ok := t.tombs.Get(key); ok {
 		t.tombGC.Delete(timeKey(old.At, p.ID))
 		t.graceGC.Delete(timeKey(old.At, p.ID))

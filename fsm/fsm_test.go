@@ -532,3 +532,32 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+// TestGoneNamesItsOwnRemoval: a removed paste's tombstone names the index
+// of the removal that made it, so a read of it waits for that removal to
+// take effect, not for whatever was removed since; and it survives a
+// snapshot.
+func TestGoneNamesItsOwnRemoval(t *testing.T) {
+	l := newLog(t)
+	l.apply(create("a", "r1"))
+	l.apply(create("b", "r2"))
+	l.apply(&Command{Type: TypeDelete, ID: "a", TokenHash: HashToken("tok-a"), Now: 2 * sec})
+	removedA := l.index
+	l.apply(&Command{Type: TypeDelete, ID: "b", TokenHash: HashToken("tok-b"), Now: 3 * sec})
+	if got := l.f.LastRemoval(); got != l.index {
+		t.Fatalf("LastRemoval = %d, want %d", got, l.index)
+	}
+	if index, ok := l.f.Gone("a"); !ok || index != removedA {
+		t.Errorf("Gone(a) = %d, %v; want %d, true", index, ok, removedA)
+	}
+	if _, ok := l.f.Gone("never"); ok {
+		t.Error("Gone(never) = true")
+	}
+	restored := New()
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, l.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if index, ok := restored.Gone("a"); !ok || index != removedA {
+		t.Errorf("after a snapshot, Gone(a) = %d, %v; want %d, true", index, ok, removedA)
+	}
+}

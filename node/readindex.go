@@ -67,8 +67,8 @@ func (n *Node) Read(ctx context.Context, id string, stale bool) (*fsm.Paste, err
 	// A removal is in effect once no lease lets a node serve what it
 	// removed, not when this node applied it: until then, another node may
 	// still rightly serve the paste, and a 404 here would come before it.
-	if n.fsm.Gone(id) {
-		if err := n.removalSafe(ctx, n.fsm.LastRemoval()); err != nil {
+	if index, gone := n.fsm.Gone(id); gone {
+		if err := n.removalSafe(ctx, index); err != nil {
 			return nil, fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
 		}
 	}
