@@ -83,8 +83,9 @@ func peerAddr(r *http.Request) (netip.Addr, bool) {
 	return ap.Addr().Unmap(), true
 }
 
-// trusted reports whether a is one of --trusted-proxies.
-func (s *Server) trusted(a netip.Addr) bool {
+// Trusted reports whether a is one of --trusted-proxies (the connection
+// cap exempts them too).
+func (s *Server) Trusted(a netip.Addr) bool {
 	for _, p := range s.cfg.TrustedProxies {
 		if p.Contains(a) {
 			return true
@@ -97,7 +98,7 @@ func (s *Server) trusted(a netip.Addr) bool {
 // X-Forwarded-* headers are believed.
 func (s *Server) fromProxy(r *http.Request) bool {
 	peer, ok := peerAddr(r)
-	return ok && s.trusted(peer)
+	return ok && s.Trusted(peer)
 }
 
 // clientIP is the address the rate limit counts by: the TCP peer, or behind
@@ -112,7 +113,7 @@ func (s *Server) clientIP(r *http.Request) string {
 		}
 		return host
 	}
-	if !s.trusted(peer) {
+	if !s.Trusted(peer) {
 		return peer.String()
 	}
 	var hops []string
@@ -126,7 +127,7 @@ func (s *Server) clientIP(r *http.Request) string {
 			break // written by the client: the last good hop is the key
 		}
 		client = a.Unmap()
-		if !s.trusted(client) {
+		if !s.Trusted(client) {
 			break
 		}
 	}

@@ -158,7 +158,7 @@ func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) 
 		}
 		return
 	}
-	if p.sniff || conditional(r.Header) {
+	if p.sniff || ui.Conditional(r.Header) {
 		if encoded {
 			// ServeContent would cut ranges out of encoded bytes.
 			r = r.Clone(r.Context())
@@ -175,10 +175,4 @@ func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) 
 	if r.Method != http.MethodHead {
 		w.Write(body)
 	}
-}
-
-// conditional reports whether h asks for a conditional or partial answer.
-func conditional(h http.Header) bool {
-	return h["Range"] != nil || h["If-None-Match"] != nil || h["If-Modified-Since"] != nil ||
-		h["If-Match"] != nil || h["If-Unmodified-Since"] != nil || h["If-Range"] != nil
 }

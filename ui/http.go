@@ -108,7 +108,7 @@ func SetRawHeaders(h http.Header, p *fsm.Paste) {
 func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 	h := w.Header()
 	SetRawHeaders(h, p)
-	if conditional(r.Header) {
+	if Conditional(r.Header) {
 		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 		return
 	}
@@ -123,9 +123,9 @@ func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 
 var hvBytes = []string{"bytes"}
 
-// conditional reports whether h asks for a conditional or partial answer,
-// which http.ServeContent handles.
-func conditional(h http.Header) bool {
+// Conditional reports whether h asks for a conditional or partial answer,
+// which http.ServeContent handles; a plain one can be written at once.
+func Conditional(h http.Header) bool {
 	return h["Range"] != nil || h["If-None-Match"] != nil || h["If-Modified-Since"] != nil ||
 		h["If-Match"] != nil || h["If-Unmodified-Since"] != nil || h["If-Range"] != nil
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -73,14 +72,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ln = newConnLimitListener(ln, c.MaxConnsPerIP, func(a netip.Addr) bool {
-		for _, p := range c.TrustedProxies {
-			if p.Contains(a) {
-				return true
-			}
-		}
-		return false
-	})
+	ln = newConnLimitListener(ln, c.MaxConnsPerIP, apiServer.Trusted)
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
 		"rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
 	return serveUntil(ctx, srv, ln, log)
