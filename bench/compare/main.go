@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -47,6 +48,7 @@ type bench struct {
 	duration time.Duration
 	conns    int
 	pastes   int
+	only     map[string]bool // the row groups to measure; empty: all
 	log      io.Writer
 
 	procs   *procs
@@ -64,12 +66,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&b.duration, "duration", 3*time.Second, "length of one wrk run")
 	fs.IntVar(&b.conns, "conns", 64, "wrk connections (the 1,000-connection row has its own)")
 	fs.IntVar(&b.pastes, "pastes", 100_000, "pastes of 1 KiB in the node for the memory, restart and export rows")
+	only := fs.String("only", "", "measure only these row groups, comma-separated: "+strings.Join(rowGroups, ", "))
 	out := fs.String("out", "bench/results/latest.txt", "file the table is written to as well")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if b.rounds < 1 || b.duration <= 0 || b.conns < 1 || b.pastes < 1 {
 		return fmt.Errorf("-rounds, -duration, -conns and -pastes must be positive")
+	}
+	if *only != "" {
+		// A partial table does not replace the latest full one unless
+		// asked to.
+		if !flagSet(fs, "out") {
+			*out = ""
+		}
+		b.only = map[string]bool{}
+		for _, g := range strings.Split(*only, ",") {
+			if !slices.Contains(rowGroups, g) {
+				return fmt.Errorf("-only %q: want some of %s", g, strings.Join(rowGroups, ", "))
+			}
+			b.only[g] = true
+		}
 	}
 	for _, tool := range []string{"wrk", "nginx", "etcd"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -101,10 +118,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	table := b.header(start) + formatTable(rows)
 	fmt.Fprint(stdout, table)
+	if *out == "" {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(*out, []byte(table), 0o644)
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // header says when, where and how the table was measured.

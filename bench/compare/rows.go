@@ -8,16 +8,42 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
 
-// all measures every row, in the order.
+// rowGroups are the names -only accepts, each a group of rows measured
+// together.
+var rowGroups = []string{"rss", "restart", "export", "reads", "creates"}
+
+// all measures every row b.only selects, in the order.
 func (b *bench) all(ctx context.Context) ([]row, error) {
 	content := make([]byte, 768)
 	rand.Read(content)
 	b.content = []byte(base64.StdEncoding.EncodeToString(content)) // 1024 bytes of text
 
+	var rows []row
+	if b.want("rss", "restart", "export", "reads") {
+		single, err := b.singleRows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, single...)
+	}
+	if b.want("creates") {
+		creates, err := b.createRow(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, creates)
+	}
+	return orderRows(rows), nil
+}
+
+// singleRows measures the rows of one node holding b.pastes pastes: the
+// memory, the restart, the export and the reads.
+func (b *bench) singleRows(ctx context.Context) ([]row, error) {
 	b.say("single node: starting and loading %d pastes", b.pastes)
 	live, err := b.startNode("live")
 	if err != nil {
@@ -36,25 +62,68 @@ func (b *bench) all(ctx context.Context) ([]row, error) {
 	}
 	b.say("loaded in %s", time.Since(start).Round(time.Second/10))
 	ids = append(ids, b.id)
-	rss, err := b.rssRow(live)
-	if err != nil {
-		return nil, err
+	var rows []row
+	if b.want("rss") {
+		rss, err := b.rssRow(live)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, rss)
 	}
-	restart, err := b.restartRow(ctx, live, ids)
-	if err != nil {
-		return nil, err
+	if b.want("restart") {
+		restart, err := b.restartRow(ctx, live, ids)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, restart)
 	}
-	export, cdb := b.exportRow(ctx, live)
+	var cdb string
+	if b.want("export", "reads") {
+		var export row
+		export, cdb = b.exportRow(ctx, live)
+		if b.want("export") {
+			rows = append(rows, export)
+		}
+	}
+	if b.want("reads") {
+		reads, err := b.readRows(ctx, live, cdb)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, reads...)
+	}
+	return rows, nil
+}
 
-	reads, err := b.readRows(ctx, live, cdb)
-	if err != nil {
-		return nil, err
+// want reports whether -only selects any of the row groups named.
+func (b *bench) want(groups ...string) bool {
+	if len(b.only) == 0 {
+		return true
 	}
-	creates, err := b.createRow(ctx)
-	if err != nil {
-		return nil, err
+	for _, g := range groups {
+		if b.only[g] {
+			return true
+		}
 	}
-	return []row{reads[0], reads[1], reads[2], reads[3], creates, rss, restart, reads[4], reads[5], export}, nil
+	return false
+}
+
+// orderRows puts rows in the order, which is not the order they
+// are measured in.
+func orderRows(rows []row) []row {
+	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs nginx",
+		"reference: mirror vs kawipiko", "1 KiB creates", "RSS of one node", "restart", "HTTPS read",
+		"1,000 connections", "pastectl export"}
+	rank := func(r row) int {
+		for i, prefix := range order {
+			if strings.HasPrefix(r.figure, prefix) {
+				return i
+			}
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return rank(a) - rank(b) })
+	return rows
 }
 
 // rssRow is the node's resident memory over the content bytes it holds.
