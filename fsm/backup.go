@@ -33,9 +33,9 @@ func InspectSnapshot(r io.Reader) (SnapshotInfo, error) {
 		return SnapshotInfo{}, err
 	}
 	in := SnapshotInfo{Index: s.index, Pastes: s.count, Bytes: s.bytes}
-	_ = walk(s.removed, func(k []byte, _ int64) error {
-		in.Removed = append(in.Removed, string(k))
-		return nil
+	s.removed.ascend(func(id string, _ int64) bool {
+		in.Removed = append(in.Removed, id)
+		return true
 	})
 	return in, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	iradix "github.com/hashicorp/go-immutable-radix/v2"
 	"github.com/hashicorp/raft"
 )
 
@@ -43,27 +41,27 @@ type Tombstone struct {
 
 // state is one immutable version of everything the FSM holds.
 type state struct {
-	pastes  *iradix.Tree[*Paste]
-	expiry  *iradix.Tree[struct{}] // key: ExpiresAt (8 bytes big-endian) + id
-	tombs   *iradix.Tree[*Tombstone]
-	tombGC  *iradix.Tree[struct{}] // key: tombstone At (8 bytes) + id
-	graceGC *iradix.Tree[struct{}] // the same keys, of tombstones that keep a Paste
-	removed *iradix.Tree[int64]    // node id -> when it was removed
-	clock   int64                  // the largest Command.Now applied
-	index   uint64                 // the last log index applied
-	removal uint64                 // the last log index that removed a paste
+	pastes  idTree[*Paste]
+	expiry  timeTree // ExpiresAt and id of every paste that expires
+	tombs   idTree[*Tombstone]
+	tombGC  timeTree      // tombstone At and id
+	graceGC timeTree      // the same keys, of tombstones that keep a Paste
+	removed idTree[int64] // node id -> when it was removed
+	clock   int64         // the largest Command.Now applied
+	index   uint64        // the last log index applied
+	removal uint64        // the last log index that removed a paste
 	count   int64
 	bytes   int64
 }
 
 func emptyState() *state {
 	return &state{
-		pastes:  iradix.New[*Paste](),
-		expiry:  iradix.New[struct{}](),
-		tombs:   iradix.New[*Tombstone](),
-		tombGC:  iradix.New[struct{}](),
-		graceGC: iradix.New[struct{}](),
-		removed: iradix.New[int64](),
+		pastes:  newIDTree[*Paste](),
+		expiry:  newTimeTree(),
+		tombs:   newIDTree[*Tombstone](),
+		tombGC:  newTimeTree(),
+		graceGC: newTimeTree(),
+		removed: newIDTree[int64](),
 	}
 }
 
@@ -145,7 +143,7 @@ func (f *FSM) publish(s *state) {
 // Get returns the paste id if it exists and has not expired at now. The
 // returned paste is shared: callers must not modify it.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
-	p, ok := f.cur.Load().pastes.Get([]byte(id))
+	p, ok := f.cur.Load().pastes.get(id)
 	if !ok || p.Expired(now.UnixNano()) {
 		return nil, false
 	}
@@ -179,7 +177,7 @@ func (f *FSM) Changed() <-chan struct{} {
 // index of that removal (LastRemoval for a tombstone that does not know).
 func (f *FSM) Gone(id string) (index uint64, ok bool) {
 	st := f.cur.Load()
-	ts, ok := st.tombs.Get([]byte(id))
+	ts, ok := st.tombs.get(id)
 	if !ok {
 		return 0, false
 	}
@@ -191,7 +189,7 @@ func (f *FSM) Gone(id string) (index uint64, ok bool) {
 
 // Removed reports whether an operator removed node id from the cluster.
 func (f *FSM) Removed(id string) bool {
-	_, ok := f.cur.Load().removed.Get([]byte(id))
+	_, ok := f.cur.Load().removed.get(id)
 	return ok
 }
 
@@ -223,59 +221,31 @@ func (v View) Index() uint64 { return v.s.index }
 
 // Walk calls fn for every paste in id order until fn returns false.
 func (v View) Walk(fn func(p *Paste) bool) {
-	it := v.s.pastes.Root().Iterator()
-	for _, p, ok := it.Next(); ok; _, p, ok = it.Next() {
-		if !fn(p) {
-			return
-		}
-	}
+	v.s.pastes.ascend(func(_ string, p *Paste) bool { return fn(p) })
 }
 
-// txn builds the next state from the current one.
+// txn builds the next state from the current one. Its trees are clones:
+// the state it started from stays unchanged for its readers.
 type txn struct {
-	pastes  *iradix.Txn[*Paste]
-	expiry  *iradix.Txn[struct{}]
-	tombs   *iradix.Txn[*Tombstone]
-	tombGC  *iradix.Txn[struct{}]
-	graceGC *iradix.Txn[struct{}]
-	removed *iradix.Txn[int64]
-	clock   int64
-	index   uint64
-	removal uint64
-	count   int64
-	bytes   int64
+	state
 }
 
 func newTxn(s *state) *txn {
-	return &txn{
-		pastes:  s.pastes.Txn(),
-		expiry:  s.expiry.Txn(),
-		tombs:   s.tombs.Txn(),
-		tombGC:  s.tombGC.Txn(),
-		graceGC: s.graceGC.Txn(),
-		removed: s.removed.Txn(),
-		clock:   s.clock,
-		index:   s.index,
-		removal: s.removal,
-		count:   s.count,
-		bytes:   s.bytes,
-	}
+	t := &txn{*s}
+	t.pastes = s.pastes.clone()
+	t.expiry = s.expiry.clone()
+	t.tombs = s.tombs.clone()
+	t.tombGC = s.tombGC.clone()
+	t.graceGC = s.graceGC.clone()
+	t.removed = s.removed.clone()
+	return t
 }
 
+// commit returns the state built. The txn must not be used afterwards:
+// the state shares its trees.
 func (t *txn) commit() *state {
-	return &state{
-		pastes:  t.pastes.CommitOnly(),
-		expiry:  t.expiry.CommitOnly(),
-		tombs:   t.tombs.CommitOnly(),
-		tombGC:  t.tombGC.CommitOnly(),
-		graceGC: t.graceGC.CommitOnly(),
-		removed: t.removed.CommitOnly(),
-		clock:   t.clock,
-		index:   t.index,
-		removal: t.removal,
-		count:   t.count,
-		bytes:   t.bytes,
-	}
+	s := t.state
+	return &s
 }
 
 func (t *txn) apply(c *Command) *Result {
@@ -291,10 +261,10 @@ func (t *txn) apply(c *Command) *Result {
 		t.expire(c.Now)
 		return &Result{}
 	case TypeRemoveNode:
-		t.removed.Insert([]byte(c.ID), c.Now)
+		t.removed.set(c.ID, c.Now)
 		return &Result{}
 	case TypeAllowNode:
-		t.removed.Delete([]byte(c.ID))
+		t.removed.delete(c.ID)
 		return &Result{}
 	}
 	// Decode refuses unknown types; this is a type it knows but no case
@@ -304,14 +274,13 @@ func (t *txn) apply(c *Command) *Result {
 
 func (t *txn) create(c *Command) *Result {
 	p := c.Paste
-	key := []byte(p.ID)
-	if old, ok := t.pastes.Get(key); ok {
+	if old, ok := t.pastes.get(p.ID); ok {
 		if c.RequestID != "" && old.RequestID == c.RequestID {
 			return &Result{Paste: old}
 		}
 		return &Result{Err: ErrExists}
 	}
-	if ts, ok := t.tombs.Get(key); ok {
+	if ts, ok := t.tombs.get(p.ID); ok {
 		if c.RequestID != "" && ts.CreatedBy == c.RequestID {
 			return &Result{Paste: p}
 		}
@@ -320,21 +289,31 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
-	p.Seal()
-	t.pastes.Insert(key, p)
-	if p.ExpiresAt != 0 {
-		t.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})
-	}
-	t.count++
-	t.bytes += int64(len(p.Content))
+	t.add(p)
 	return &Result{Paste: p}
 }
 
+// add seals p and stores it; its id must be free.
+func (t *txn) add(p *Paste) {
+	p.Seal()
+	t.pastes.set(p.ID, p)
+	if p.ExpiresAt != 0 {
+		t.expiry.insert(newTimeKey(p.ExpiresAt, p.ID))
+	}
+	t.count++
+	t.bytes += int64(len(p.Content))
+}
+
+// addTomb stores a tombstone, without a paste, under id.
+func (t *txn) addTomb(id string, ts *Tombstone) {
+	t.tombs.set(id, ts.withoutPaste())
+	t.tombGC.insert(newTimeKey(ts.At, id))
+}
+
 func (t *txn) delete(c *Command) *Result {
-	key := []byte(c.ID)
-	p, ok := t.pastes.Get(key)
+	p, ok := t.pastes.get(c.ID)
 	if !ok {
-		if ts, ok := t.tombs.Get(key); ok && c.RequestID != "" && ts.RequestID == c.RequestID {
+		if ts, ok := t.tombs.get(c.ID); ok && c.RequestID != "" && ts.RequestID == c.RequestID {
 			return &Result{} // a retry of the delete that made the tombstone
 		}
 		return &Result{Err: ErrNotFound}
@@ -350,10 +329,9 @@ func (t *txn) delete(c *Command) *Result {
 }
 
 func (t *txn) consume(c *Command) *Result {
-	key := []byte(c.ID)
-	p, ok := t.pastes.Get(key)
+	p, ok := t.pastes.get(c.ID)
 	if !ok {
-		ts, ok := t.tombs.Get(key)
+		ts, ok := t.tombs.get(c.ID)
 		if ok && ts.Paste != nil && c.RequestID != "" && ts.RequestID == c.RequestID &&
 			c.Now <= ts.At+int64(ConsumeGrace) {
 			return &Result{Paste: ts.Paste}
@@ -374,50 +352,46 @@ func (t *txn) consume(c *Command) *Result {
 // consumed burn paste past ConsumeGrace, and every tombstone older than
 // TombstoneTTL. It touches only what is due.
 func (t *txn) expire(now int64) {
-	for _, key := range dueKeys(t.graceGC.Root(), now-int64(ConsumeGrace)) {
-		t.graceGC.Delete(key)
-		id := key[8:]
-		if ts, ok := t.tombs.Get(id); ok && ts.Paste != nil && ts.At == int64(binary.BigEndian.Uint64(key)) {
-			t.tombs.Insert(id, ts.withoutPaste())
+	for _, k := range t.graceGC.due(now - int64(ConsumeGrace)) {
+		t.graceGC.delete(k)
+		if ts, ok := t.tombs.get(k.id); ok && ts.Paste != nil && ts.At == k.at {
+			t.tombs.set(k.id, ts.withoutPaste())
 		}
 	}
-	for _, key := range dueKeys(t.expiry.Root(), now) {
-		id := key[8:]
-		t.expiry.Delete(key)
-		if p, ok := t.pastes.Get(id); ok {
+	for _, k := range t.expiry.due(now) {
+		t.expiry.delete(k)
+		if p, ok := t.pastes.get(k.id); ok {
 			t.remove(p, &Tombstone{At: now})
 		}
 	}
-	for _, key := range dueKeys(t.tombGC.Root(), now-int64(TombstoneTTL)) {
-		t.tombGC.Delete(key)
-		id := key[8:]
+	for _, k := range t.tombGC.due(now - int64(TombstoneTTL)) {
+		t.tombGC.delete(k)
 		// A newer tombstone for the same id has its own GC key; keep it.
-		if ts, ok := t.tombs.Get(id); ok && ts.At == int64(binary.BigEndian.Uint64(key)) {
-			t.tombs.Delete(id)
+		if ts, ok := t.tombs.get(k.id); ok && ts.At == k.at {
+			t.tombs.delete(k.id)
 		}
 	}
 }
 
 // remove drops p and leaves ts in its place.
 func (t *txn) remove(p *Paste, ts *Tombstone) {
-	key := []byte(p.ID)
-	t.pastes.Delete(key)
+	t.pastes.delete(p.ID)
 	t.removal = t.index
 	if p.ExpiresAt != 0 {
-		t.expiry.Delete(timeKey(p.ExpiresAt, p.ID))
+		t.expiry.delete(newTimeKey(p.ExpiresAt, p.ID))
 	}
 	t.count--
 	t.bytes -= int64(len(p.Content))
 	ts.CreatedBy = p.RequestID
 	ts.Index = t.index
-	if old, ok := t.tombs.Get(key); ok {
-		t.tombGC.Delete(timeKey(old.At, p.ID))
-		t.graceGC.Delete(timeKey(old.At, p.ID))
+	if old, ok := t.tombs.get(p.ID); ok {
+		t.tombGC.delete(newTimeKey(old.At, p.ID))
+		t.graceGC.delete(newTimeKey(old.At, p.ID))
 	}
-	t.tombs.Insert(key, ts)
-	t.tombGC.Insert(timeKey(ts.At, p.ID), struct{}{})
+	t.tombs.set(p.ID, ts)
+	t.tombGC.insert(newTimeKey(ts.At, p.ID))
 	if ts.Paste != nil {
-		t.graceGC.Insert(timeKey(ts.At, p.ID), struct{}{})
+		t.graceGC.insert(newTimeKey(ts.At, p.ID))
 	}
 }
 
@@ -426,27 +400,6 @@ func (ts *Tombstone) withoutPaste() *Tombstone {
 	c := *ts
 	c.Paste = nil
 	return &c
-}
-
-// timeKey orders keys by time, then id. Times before 1970 sort as 0.
-func timeKey(at int64, id string) []byte {
-	k := make([]byte, 8, 8+len(id))
-	binary.BigEndian.PutUint64(k, uint64(max(at, 0)))
-	return append(k, id...)
-}
-
-// dueKeys returns the keys of a time-keyed tree whose time is at or before
-// now, in order.
-func dueKeys(root *iradix.Node[struct{}], now int64) [][]byte {
-	var keys [][]byte
-	it := root.Iterator()
-	for k, _, ok := it.Next(); ok; k, _, ok = it.Next() {
-		if int64(binary.BigEndian.Uint64(k)) > now {
-			break
-		}
-		keys = append(keys, k)
-	}
-	return keys
 }
 
 // Snapshot captures the current state. It copies nothing: the state is
@@ -477,15 +430,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 func (f *FSM) NextDue() int64 {
 	s := f.cur.Load()
 	var next int64
-	if k, _, ok := s.expiry.Root().Minimum(); ok {
-		next = int64(binary.BigEndian.Uint64(k))
+	if k, ok := s.expiry.min(); ok {
+		next = k.at
 	}
 	for _, gc := range []struct {
-		tree  *iradix.Tree[struct{}]
+		tree  timeTree
 		after time.Duration
 	}{{s.tombGC, TombstoneTTL}, {s.graceGC, ConsumeGrace}} {
-		if k, _, ok := gc.tree.Root().Minimum(); ok {
-			at := int64(binary.BigEndian.Uint64(k)) + int64(gc.after)
+		if k, ok := gc.tree.min(); ok {
+			at := k.at + int64(gc.after)
 			if next == 0 || at < next {
 				next = at
 			}

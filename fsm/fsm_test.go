@@ -235,7 +235,7 @@ func TestTombstonesAreCollected(t *testing.T) {
 	l.apply(create("a", "r1", burn))
 	l.apply(&Command{Type: TypeConsume, RequestID: "c1", ID: "a", Now: 2 * sec})
 	l.apply(&Command{Type: TypeExpire, Now: 2*sec + int64(TombstoneTTL)})
-	if got := l.f.cur.Load().tombs.Len(); got != 0 {
+	if got := l.f.cur.Load().tombs.len(); got != 0 {
 		t.Fatalf("tombstones after TTL = %d, want 0", got)
 	}
 }
@@ -434,11 +434,11 @@ func TestConsumedContentGoesAfterGrace(t *testing.T) {
 		t.Fatalf("retry within the grace: %v", r.Err)
 	}
 	l.apply(&Command{Type: TypeExpire, Now: 2*sec + int64(ConsumeGrace)})
-	ts, ok := l.f.cur.Load().tombs.Get([]byte("a"))
+	ts, ok := l.f.cur.Load().tombs.get("a")
 	if !ok || ts.Paste != nil {
 		t.Fatalf("tombstone after the grace = %+v, %v; want one without the paste", ts, ok)
 	}
-	if l.f.cur.Load().graceGC.Len() != 0 {
+	if l.f.cur.Load().graceGC.t.Len() != 0 {
 		t.Fatal("grace index not emptied")
 	}
 }
@@ -467,7 +467,7 @@ func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(raw))); err != nil {
 		t.Fatal(err)
 	}
-	if ts, ok := f.cur.Load().tombs.Get([]byte("a")); !ok || ts.Paste != nil {
+	if ts, ok := f.cur.Load().tombs.get("a"); !ok || ts.Paste != nil {
 		t.Fatalf("restored tombstone = %+v, %v", ts, ok)
 	}
 }

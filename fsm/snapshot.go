@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	iradix "github.com/hashicorp/go-immutable-radix/v2"
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -75,25 +74,25 @@ func (sn *snapshot) write(w io.Writer) error {
 		Version: snapshotVersion,
 		Index:   s.index,
 		Clock:   s.clock,
-		Pastes:  s.pastes.Len(),
-		Tombs:   s.tombs.Len(),
-		Removed: s.removed.Len(),
+		Pastes:  s.pastes.len(),
+		Tombs:   s.tombs.len(),
+		Removed: s.removed.len(),
 	}
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
-	if err := walk(s.pastes, func(_ []byte, p *Paste) error { return enc.Encode(p) }); err != nil {
+	if err := walk(s.pastes, func(_ string, p *Paste) error { return enc.Encode(p) }); err != nil {
 		return err
 	}
 	// A consumed burn paste's content lives in memory for its grace
 	// only: it is never written to disk.
-	if err := walk(s.tombs, func(k []byte, t *Tombstone) error {
-		return enc.Encode(&tombRecord{ID: string(k), Tomb: t.withoutPaste()})
+	if err := walk(s.tombs, func(id string, t *Tombstone) error {
+		return enc.Encode(&tombRecord{ID: id, Tomb: t.withoutPaste()})
 	}); err != nil {
 		return err
 	}
-	if err := walk(s.removed, func(k []byte, at int64) error {
-		return enc.Encode(&removedRecord{ID: string(k), At: at})
+	if err := walk(s.removed, func(id string, at int64) error {
+		return enc.Encode(&removedRecord{ID: id, At: at})
 	}); err != nil {
 		return err
 	}
@@ -103,14 +102,14 @@ func (sn *snapshot) write(w io.Writer) error {
 	return bw.Flush()
 }
 
-func walk[T any](t *iradix.Tree[T], fn func(k []byte, v T) error) error {
-	it := t.Root().Iterator()
-	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
-		if err := fn(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+// walk calls fn for every entry of t in id order until fn fails.
+func walk[V any](t idTree[V], fn func(id string, v V) error) error {
+	var err error
+	t.ascend(func(id string, v V) bool {
+		err = fn(id, v)
+		return err == nil
+	})
+	return err
 }
 
 // readSnapshot decodes a snapshot into a fresh state.
@@ -151,28 +150,21 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if p.ID == "" {
 			return nil, fmt.Errorf("%w: paste %d has no id", ErrSnapshot, i)
 		}
-		p.Seal()
-		tx.pastes.Insert([]byte(p.ID), &p)
-		if p.ExpiresAt != 0 {
-			tx.expiry.Insert(timeKey(p.ExpiresAt, p.ID), struct{}{})
-		}
-		tx.count++
-		tx.bytes += int64(len(p.Content))
+		tx.add(&p)
 	}
 	for i := 0; i < hdr.Tombs; i++ {
 		var r tombRecord
 		if err := dec.Decode(&r); err != nil || r.Tomb == nil {
 			return nil, fmt.Errorf("%w: tombstone %d: %v", ErrSnapshot, i, err)
 		}
-		tx.tombs.Insert([]byte(r.ID), r.Tomb.withoutPaste())
-		tx.tombGC.Insert(timeKey(r.Tomb.At, r.ID), struct{}{})
+		tx.addTomb(r.ID, r.Tomb)
 	}
 	for i := 0; i < hdr.Removed; i++ {
 		var r removedRecord
 		if err := dec.Decode(&r); err != nil {
 			return nil, fmt.Errorf("%w: removed node %d: %v", ErrSnapshot, i, err)
 		}
-		tx.removed.Insert([]byte(r.ID), r.At)
+		tx.removed.set(r.ID, r.At)
 	}
 	// Read to the end so that gzip verifies its checksum.
 	if _, err := io.Copy(io.Discard, zr); err != nil {

@@ -1,0 +1,78 @@
+package fsm
+
+import (
+	"github.com/google/btree"
+)
+
+// treeDegree is the B-tree degree of every index: nodes hold 31 to 63
+// items, so an index costs a few bytes per item beyond the item itself,
+// and a change copies 3 or 4 nodes of at most 63 items at 100k items.
+const treeDegree = 32
+
+// keyed is an item of an idTree: a value under a string id.
+type keyed[V any] struct {
+	id string
+	v  V
+}
+
+// idTree is a persistent map from id to V, ordered by id. A clone shares
+// every node with its original and copies a node only when it changes it,
+// so one version stays readable, unchanged and without locks, while the
+// next one is built from it.
+type idTree[V any] struct{ t *btree.BTreeG[keyed[V]] }
+
+func newIDTree[V any]() idTree[V] {
+	return idTree[V]{btree.NewG(treeDegree, func(a, b keyed[V]) bool { return a.id < b.id })}
+}
+
+// clone returns a version that can be changed while t stays as it is.
+// Only the writer may call it; t's readers may go on meanwhile.
+func (t idTree[V]) clone() idTree[V] { return idTree[V]{t.t.Clone()} }
+
+func (t idTree[V]) get(id string) (V, bool) {
+	kv, ok := t.t.Get(keyed[V]{id: id})
+	return kv.v, ok
+}
+
+func (t idTree[V]) set(id string, v V) { t.t.ReplaceOrInsert(keyed[V]{id, v}) }
+func (t idTree[V]) delete(id string)   { t.t.Delete(keyed[V]{id: id}) }
+func (t idTree[V]) len() int           { return t.t.Len() }
+func (t idTree[V]) ascend(fn func(id string, v V) bool) {
+	t.t.Ascend(func(kv keyed[V]) bool { return fn(kv.id, kv.v) })
+}
+
+// timeKey orders by time, then id. Times before 1970 count as 0, as they
+// did when these keys were 8 big-endian bytes and an id.
+type timeKey struct {
+	at int64
+	id string
+}
+
+func newTimeKey(at int64, id string) timeKey { return timeKey{max(at, 0), id} }
+
+// timeTree is a persistent ordered set of timeKeys, cloned like an idTree.
+type timeTree struct{ t *btree.BTreeG[timeKey] }
+
+func newTimeTree() timeTree {
+	return timeTree{btree.NewG(treeDegree, func(a, b timeKey) bool {
+		return a.at < b.at || a.at == b.at && a.id < b.id
+	})}
+}
+
+func (t timeTree) clone() timeTree      { return timeTree{t.t.Clone()} }
+func (t timeTree) insert(k timeKey)     { t.t.ReplaceOrInsert(k) }
+func (t timeTree) delete(k timeKey)     { t.t.Delete(k) }
+func (t timeTree) min() (timeKey, bool) { return t.t.Min() }
+
+// due returns the keys whose time is at or before now, in order.
+func (t timeTree) due(now int64) []timeKey {
+	var keys []timeKey
+	t.t.Ascend(func(k timeKey) bool {
+		if k.at > now {
+			return false
+		}
+		keys = append(keys, k)
+		return true
+	})
+	return keys
+}
