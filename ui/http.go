@@ -89,13 +89,13 @@ func SetRawHeaders(h http.Header, p *fsm.Paste) {
 	}
 	h["X-Content-Type-Options"] = hvNosniff
 	h["Content-Security-Policy"] = hvRawCSP
-	h["Etag"] = ri.ETag
+	h["Etag"] = ri.ETag()
 	switch {
 	case p.Burn:
 		h["Cache-Control"] = hvNoStore
-	case ri.Expires != nil:
+	case ri.Expires() != nil:
 		h["Cache-Control"] = hvNoCache
-		h["Expires"] = ri.Expires
+		h["Expires"] = ri.Expires()
 	default:
 		h["Cache-Control"] = hvNoCache
 	}
@@ -112,9 +112,9 @@ func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 		return
 	}
-	h["Last-Modified"] = p.ReadInfo().LastModified
+	h["Last-Modified"] = p.ReadInfo().LastModified()
 	h["Accept-Ranges"] = hvBytes
-	h["Content-Length"] = p.ReadInfo().Size
+	h["Content-Length"] = p.ReadInfo().Size()
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(p.Content)
