@@ -2,11 +2,52 @@ package fsm
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
+
+// maxOverheadPerPaste is how many bytes of heap a stored paste may cost
+// beyond its content. The store holds every paste in memory, so this is
+// what the memory row of the benchmarks (BENCHMARKS.md) is made of: the
+// Paste with its ReadInfo, one string for its short strings, the token
+// hash and the index entries. It was 369 bytes when this was written, 845
+// with the radix trees and a ReadInfo of separately allocated values.
+const maxOverheadPerPaste = 450
+
+func TestHeapPerPaste(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 10 MB")
+	}
+	const n = 10000
+	content := []byte(strings.Repeat("x", 1024))
+	l := newLog(t)
+	before := heapAlloc()
+	for i := range n {
+		p := &Paste{ID: fmt.Sprintf("id%08d", i), Content: content, CreatedAt: 1 * sec, TokenHash: HashToken("t")}
+		l.apply(&Command{Type: TypeCreate, RequestID: fmt.Sprintf("%024x", i), Now: 1 * sec, Paste: p})
+	}
+	grown := heapAlloc() - before
+	if count, _ := l.f.Stats(); count != n {
+		t.Fatalf("%d pastes stored, want %d", count, n)
+	}
+	perPaste := grown/n - int64(len(content))
+	t.Logf("%d bytes of heap per paste beyond its content", perPaste)
+	if perPaste > maxOverheadPerPaste {
+		t.Errorf("a paste costs %d bytes of heap beyond its content, want at most %d", perPaste, maxOverheadPerPaste)
+	}
+}
+
+// heapAlloc returns the bytes of live heap after a full collection.
+func heapAlloc() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
 
 func TestSealPacksStringsUnchanged(t *testing.T) {
 	created := time.Date(2026, 11, 30, 21, 0, 0, 0, time.UTC).UnixNano()
