@@ -28,6 +28,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		log.Warn("--insecure-cluster: node-to-node traffic is neither authenticated nor encrypted; " +
 			"anyone who reaches the raft or gossip port can read every paste and write to the cluster")
 	}
+	tuneGC()
 	n, err := node.New(nodeConfig(c, log))
 	if err != nil {
 		return usageError{err}
