@@ -166,20 +166,33 @@ func httpOK(hc *http.Client, url string) func() error {
 	}
 }
 
-// rssBytes is the resident set size of the process pid.
-func rssBytes(pid int) (int64, error) {
+// memory is the resident memory of a process, from /proc/PID/status.
+type memory struct {
+	rss  int64 // VmRSS, all of it
+	anon int64 // RssAnon: the heap and stacks
+	file int64 // RssFile: mapped files (the binary, the Raft log's mmap)
+}
+
+// residentMemory reads the resident memory of the process pid.
+func residentMemory(pid int) (memory, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
+	var m memory
+	fields := map[string]*int64{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "RssFile:": &m.file}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		name, v, _ := strings.Cut(line, "\t")
+		if dst := fields[name]; dst != nil {
 			var kb int64
 			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
-				return 0, err
+				return memory{}, fmt.Errorf("%s %q: %w", name, v, err)
 			}
-			return kb << 10, nil
+			*dst = kb << 10
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	if m.rss == 0 {
+		return memory{}, errors.New("no VmRSS")
+	}
+	return m, nil
 }

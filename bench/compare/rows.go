@@ -130,12 +130,14 @@ func orderRows(rows []row) []row {
 func (b *bench) rssRow(n *pnode) (row, error) {
 	r := row{figure: fmt.Sprintf("RSS of one node with %d pastes of 1 KiB, over the content bytes", b.pastes),
 		target: "<= 1.5x content + 64 MiB"}
-	rss, err := rssBytes(n.cmd.Process.Pid)
+	m, err := residentMemory(n.cmd.Process.Pid)
 	if err != nil {
 		return r, err
 	}
+	rss := m.rss
 	content := int64(b.pastes) * int64(len(b.content))
-	r.ours = fmt.Sprintf("%.0f MiB (%.0f B/paste)", float64(rss)/(1<<20), float64(rss)/float64(b.pastes))
+	r.ours = fmt.Sprintf("%.0f MiB (%.0f B/paste; anon %.0f MiB, files %.0f MiB)", float64(rss)/(1<<20),
+		float64(rss)/float64(b.pastes), float64(m.anon)/(1<<20), float64(m.file)/(1<<20))
 	r.peer = fmt.Sprintf("%.0f MiB content", float64(content)/(1<<20))
 	r.ratio = float64(rss) / float64(content)
 	r.met = metOrMiss(float64(rss) <= 1.5*float64(content)+64<<20)
