@@ -28,7 +28,8 @@
 // out of the cluster, and TypeAllowNode forgets it. The cluster package reads Removed to
 // keep gossip from adding such a node back as a voter.
 //
-// Reads never take a lock. The state is a set of immutable radix trees
-// behind an atomic pointer: an apply builds the next version and swaps it
-// in, a snapshot keeps a reference to the current one.
+// Reads never take a lock. The state is a set of copy-on-write B-trees
+// behind an atomic pointer: an apply clones them (which copies nothing),
+// builds the next version, copying only the nodes it changes, and swaps it
+// in; a snapshot keeps a reference to the current one.
 package fsm

@@ -16,8 +16,8 @@ import (
 // that is larger. Collections get more frequent but stay cheap: the
 // content, most of the heap, holds no pointers and is not scanned, and
 // the index is a few hundred bytes per paste. Measured with 100k creates
-// of 1 KiB on one node (150 MiB live at the end): RSS 320 MiB rather than
-// 420, for 1.6 s more of collector CPU (assists and background marking,
+// of 1 KiB on one node (150 MiB live at the end): RSS 326 MB rather than
+// 426, for 1.6 s more of collector CPU (assists and background marking,
 // GODEBUG=gctrace=1), about 16 µs per create, on top of the 120 µs a create
 // costs the node; a 64 MiB headroom took half of each. GOGC=100 in the
 // environment restores the default.
