@@ -218,7 +218,7 @@ type Node struct {
 	fsm    *fsm.FSM
 	gate   atomic.Pointer[chan struct{}] // tests hold back applies with it
 	raft   *raft.Raft
-	bolt   *raftboltdb.BoltStore
+	bolt   *boltLog
 	logs   raft.LogStore
 	trans  *raft.NetworkTransport
 	mux    *muxListener
@@ -345,7 +345,7 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore,
 		return nil, nil, err
 	}
 	var err error
-	n.bolt, err = raftboltdb.New(raftboltdb.Options{
+	store, err := raftboltdb.New(raftboltdb.Options{
 		Path:        boltPath,
 		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
 	})
@@ -355,6 +355,7 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore,
 	if err != nil {
 		return nil, nil, fmt.Errorf("open raft log %s: %w", boltPath, err)
 	}
+	n.bolt = &boltLog{BoltStore: store, path: boltPath}
 	logs, err := raft.NewLogCache(512, n.bolt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("log cache: %w", err)
