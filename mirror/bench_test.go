@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -165,4 +166,19 @@ func BenchmarkMirrorRead(b *testing.B) {
 	b.Run("page", func(b *testing.B) {
 		benchRead(b, mirror, "/"+id, "Accept", "text/html", "Accept-Encoding", "gzip")
 	})
+}
+
+// BenchmarkExportPaste renders the three files of one plain 1 KiB paste,
+// on one goroutine: the per-paste work an export spreads over the CPUs.
+func BenchmarkExportPaste(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	p := &fsm.Paste{ID: "abcdefghij", Content: benchContent(r, 1024), CreatedAt: time.Now().UnixNano()}
+	e := exporter{pages: mirrorPages(b), now: time.Now()}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.paste(p, &buf); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -98,6 +98,8 @@ type UI struct {
 	hl     *highlighter
 	pages  map[string]*template.Template
 	assets map[string]*asset
+	// skeletons write the common paste pages (see skeleton).
+	skeletons map[shape]*skeleton
 }
 
 // New parses the embedded templates and builds the static assets.
@@ -138,6 +140,9 @@ func New(opts Options) (*UI, error) {
 			return nil, fmt.Errorf("parse %s template: %w", name, err)
 		}
 		u.pages[name] = t
+	}
+	if u.skeletons, err = u.buildSkeletons(); err != nil {
+		return nil, err
 	}
 	return u, nil
 }
@@ -250,6 +255,18 @@ type pasteView struct {
 // Paste writes the view of a paste. now is the time that relative times
 // are measured from.
 func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
+	v := u.pasteView(p, now)
+	if vals, ok := valuesOf(&v); ok {
+		if err := u.skeletons[shapeOf(&v)].write(w, &vals); err != nil {
+			return fmt.Errorf("render paste page: %w", err)
+		}
+		return nil
+	}
+	return u.render(w, "paste", v)
+}
+
+// pasteView is what the page of p shows.
+func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 	v := pasteView{
 		page:      u.page(titleOf(p) + " · pastenode"),
 		Paste:     p,
@@ -269,7 +286,7 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	}
 	if p.Encrypted {
 		v.Text = string(p.Content)
-		return u.render(w, "paste", v)
+		return v
 	}
 
 	text := string(p.Content)
@@ -288,7 +305,7 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	}
 	v.Body, v.Lines = b.html, b.lines
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)
-	return u.render(w, "paste", v)
+	return v
 }
 
 // body renders the paste's lines, highlighted within the budget, from the

@@ -1,0 +1,93 @@
+package ui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSkeletonMatchesTemplate renders paste pages of every shape from
+// their skeleton and through the template, and wants the same bytes.
+func TestSkeletonMatchesTemplate(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	base := Paste{ID: "aB3-x_9", Content: []byte("one\ntwo <b>&amp;\n"), CreatedAt: now.Add(-time.Hour)}
+	with := func(f func(*Paste)) Paste { p := base; f(&p); return p }
+	pastes := map[string]Paste{
+		"plain":    base,
+		"go":       with(func(p *Paste) { p.Lang, p.Content = "Go", []byte("package main\n\nfunc main() {}\n") }),
+		"one line": with(func(p *Paste) { p.Content = []byte("just one") }),
+		"empty":    with(func(p *Paste) { p.Content = nil }),
+		"expires":  with(func(p *Paste) { p.ExpiresAt = now.Add(time.Hour) }),
+		"expires, one line": with(func(p *Paste) {
+			p.ExpiresAt, p.Content = now.Add(time.Hour), []byte("x")
+		}),
+		"title":      with(func(p *Paste) { p.Title = "Notes · día 1 (draft) 🚀" }),
+		"long lines": with(func(p *Paste) { p.Content = []byte(strings.Repeat("line\n", 12345)) }),
+	}
+	for _, opts := range []Options{{}, {Mirror: true}, {BasePath: "/paste"}} {
+		u, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range pastes {
+			v := u.pasteView(p, now)
+			if _, ok := valuesOf(&v); !ok {
+				t.Errorf("%+v %s: not written from a skeleton", opts, name)
+			}
+			var fast, slow bytes.Buffer
+			if err := u.Paste(&fast, p, now); err != nil {
+				t.Fatal(err)
+			}
+			if err := u.render(&slow, "paste", v); err != nil {
+				t.Fatal(err)
+			}
+			if fast.String() != slow.String() {
+				t.Errorf("%+v %s: skeleton wrote\n%s\ntemplate wrote\n%s", opts, name, fast.String(), slow.String())
+			}
+		}
+	}
+}
+
+// TestSkeletonLeavesOthersToTemplate checks that a value the template
+// would escape, or a page with notes, takes the template.
+func TestSkeletonLeavesOthersToTemplate(t *testing.T) {
+	u, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for name, p := range map[string]Paste{
+		"title with <":  {ID: "a", Title: "a<b", Content: []byte("x")},
+		"title with +":  {ID: "a", Title: "a+b", Content: []byte("x")},
+		"title with \"": {ID: "a", Title: `"q"`, Content: []byte("x")},
+		"id with space": {ID: "a b", Content: []byte("x")},
+		"id with dot":   {ID: "a.b", Content: []byte("x")},
+		"encrypted":     {ID: "a", Encrypted: true, Content: []byte("x")},
+		"burned":        {ID: "a", Burn: true, Content: []byte("x")},
+		"invalid utf-8": {ID: "a", Content: []byte{0xff}},
+	} {
+		v := u.pasteView(p, now)
+		if _, ok := valuesOf(&v); ok {
+			t.Errorf("%s: would be written from a skeleton", name)
+		}
+	}
+}
+
+// BenchmarkPastePage renders the page of a plain 1 KiB paste.
+func BenchmarkPastePage(b *testing.B) {
+	u, err := New(Options{Mirror: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	p := Paste{ID: "abcdefghij", Content: bytes.Repeat([]byte("some words of text\n"), 54), CreatedAt: now}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := u.Paste(&buf, p, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
