@@ -207,6 +207,38 @@ func TestCompressionPays(t *testing.T) {
 	}
 }
 
+// TestGzipFloor checks that no body compresses below its floor, even at
+// the best level, and that
+// the floor rules out small documents of many different bytes.
+func TestGzipFloor(t *testing.T) {
+	meta := []byte(`{
+  "id": "k3Jx9QpLmZ",
+  "url": "/k3Jx9QpLmZ",
+  "raw_url": "/raw/k3Jx9QpLmZ",
+  "size": 1024,
+  "created_at": "2026-11-30T21:16:00Z",
+  "burn": false,
+  "encrypted": false
+}`)
+	if compressionPays(len(meta), gzipFloor(meta)) {
+		t.Errorf("floor %d of a %d-byte metadata document would not rule it out", gzipFloor(meta), len(meta))
+	}
+	random := make([]byte, 1024)
+	rand.NewChaCha8([32]byte{1}).Read(random)
+	for _, body := range [][]byte{
+		[]byte("a"), bytes.Repeat([]byte("ab"), 500), meta, random, random[:100],
+		bytes.Repeat([]byte("all work and no play\n"), 48),
+	} {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // the level is valid
+		zw.Write(body)
+		zw.Close()
+		if floor := gzipFloor(body); b.Len() < floor {
+			t.Errorf("%d-byte body compressed to %d bytes, under its floor %d", len(body), b.Len(), floor)
+		}
+	}
+}
+
 func TestCompress(t *testing.T) {
 	random := make([]byte, 4096)
 	rand.NewChaCha8([32]byte{}).Read(random)

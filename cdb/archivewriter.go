@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -212,7 +213,7 @@ func checkPath(path string) error {
 // 1 KiB, 35% over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB,
 // 15% over 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
 func Compress(body []byte) (out []byte, encoding string) {
-	if len(body) == 0 {
+	if len(body) == 0 || !compressionPays(len(body), gzipFloor(body)) {
 		return body, "identity"
 	}
 	var b bytes.Buffer
@@ -242,6 +243,31 @@ var gzipWriters = sync.Pool{New: func() any {
 	zw, _ := gzip.NewWriterLevel(nil, 5) // the level is valid
 	return zw
 }}
+
+// gzipFloor is a size that the gzip of body cannot be under, found in one
+// cheap pass: a small document such as a paste's metadata has too many
+// different bytes to shrink by the 90% that a body of 1 KiB or less must,
+// and Compress then need not try. The floor is the gzip header and
+// trailer, 18 bytes, and the first occurrence of each of the k different
+// bytes, which must be a literal: k codes of one prefix code take at least
+// k·⌊log₂ k⌋ bits. That holds within one deflate block, which is what the
+// writer makes of a small body; above 1 KiB the floor is only the header
+// and trailer.
+func gzipFloor(body []byte) int {
+	const overhead = 18
+	if len(body) > 1<<10 {
+		return overhead
+	}
+	var seen [256]bool
+	k := 0
+	for _, c := range body {
+		if !seen[c] {
+			seen[c] = true
+			k++
+		}
+	}
+	return overhead + k*(bits.Len(uint(k))-1)/8
+}
 
 // compressionPays reports whether compressing raw bytes to packed bytes
 // saves enough to store the compressed form.
