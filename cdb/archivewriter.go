@@ -75,36 +75,67 @@ func (a *ArchiveWriter) AddRedirect(path, location string, status int) error {
 }
 
 func (a *ArchiveWriter) add(ns byte, path string, status int, headers []Header, body []byte) error {
+	e, err := newEntry(ns, path, status, headers, body)
+	if err != nil {
+		return err
+	}
+	return a.Add(e)
+}
+
+// Entry is a file or redirect made ready for an archive: checked, its
+// metadata encoded and its fingerprints taken. Making entries is the work
+// that can run on every CPU; Add, which is not safe for concurrent use,
+// only writes them.
+type Entry struct {
+	key              string // "f:" or "r:", then the path
+	meta, body       []byte
+	metaSum, bodySum [sha256.Size]byte
+}
+
+// NewFile makes the entry that AddFile(path, status, headers, body) would
+// add. The entry keeps body.
+func NewFile(path string, status int, headers []Header, body []byte) (Entry, error) {
+	return newEntry('f', path, status, headers, body)
+}
+
+func newEntry(ns byte, path string, status int, headers []Header, body []byte) (Entry, error) {
+	if err := checkPath(path); err != nil {
+		return Entry{}, err
+	}
+	e := Entry{key: string(ns) + ":" + path, body: body}
+	if hashString(e.key) == 0 {
+		return Entry{}, fmt.Errorf("%s: %w", e.key, ErrZeroHash)
+	}
+	var err error
+	if e.meta, err = encodeMeta(status, headers); err != nil {
+		return Entry{}, fmt.Errorf("%s: %w", e.key, err)
+	}
+	e.metaSum, e.bodySum = sha256.Sum256(e.meta), sha256.Sum256(body)
+	return e, nil
+}
+
+// Add writes an entry made by NewFile. Like AddFile, it refuses a path
+// already in the archive.
+func (a *ArchiveWriter) Add(e Entry) error {
 	if a.closed {
 		return ErrClosed
 	}
-	if err := checkPath(path); err != nil {
-		return err
+	if _, dup := a.keys[e.key]; dup {
+		return fmt.Errorf("%s: %w", e.key, ErrDuplicatePath)
 	}
-	key := string(ns) + ":" + path
-	if _, dup := a.keys[key]; dup {
-		return fmt.Errorf("%s: %w", key, ErrDuplicatePath)
-	}
-	if hashString(key) == 0 {
-		return fmt.Errorf("%s: %w", key, ErrZeroHash)
-	}
-	meta, err := encodeMeta(status, headers)
-	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
-	}
-	mid, err := a.store(a.metas, 'm', meta)
+	mid, err := a.store(a.metas, 'm', e.meta, e.metaSum)
 	if err != nil {
 		return err
 	}
-	did, err := a.store(a.bodies, 'd', body)
+	did, err := a.store(a.bodies, 'd', e.body, e.bodySum)
 	if err != nil {
 		return err
 	}
-	if err := a.w.Put([]byte(key), append(mid[:], did[:]...)); err != nil {
+	if err := a.w.Put([]byte(e.key), append(mid[:], did[:]...)); err != nil {
 		return err
 	}
-	a.keys[key] = struct{}{}
-	if ns == 'f' {
+	a.keys[e.key] = struct{}{}
+	if path := e.key[2:]; e.key[0] == 'f' {
 		a.files = append(a.files, path)
 	} else {
 		a.redir = append(a.redir, path)
@@ -112,10 +143,9 @@ func (a *ArchiveWriter) add(ns byte, path string, status int, headers []Header, 
 	return nil
 }
 
-// store writes value under a new id unless an identical value is already
-// stored, and returns the id to reference.
-func (a *ArchiveWriter) store(seen map[[sha256.Size]byte]id, letter byte, value []byte) (id, error) {
-	sum := sha256.Sum256(value)
+// store writes value, whose SHA-256 is sum, under a new id unless an
+// identical value is already stored, and returns the id to reference.
+func (a *ArchiveWriter) store(seen map[[sha256.Size]byte]id, letter byte, value []byte, sum [sha256.Size]byte) (id, error) {
 	if i, ok := seen[sum]; ok {
 		return i, nil
 	}

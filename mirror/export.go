@@ -83,7 +83,7 @@ func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, p
 }
 
 // addPastes adds the pastes of view that may be exported to aw, counting
-// them in st. They are rendered and compressed on every CPU but added in
+// them in st. They are rendered, compressed and fingerprinted on every CPU but added in
 // the view's order: a walker queues each paste both to the workers and to
 // a bounded queue in order, and the caller's goroutine takes them off that
 // queue, waiting for each to be ready.
@@ -176,23 +176,14 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 type exportJob struct {
 	p     *fsm.Paste
 	buf   *bytes.Buffer // holds the page, which files may point into
-	files []exportFile
+	files []cdb.Entry
 	err   error
 	ready chan struct{} // closed when files or err is set
 }
 
-// exportFile is one archive entry, compressed and with its headers in
-// order, ready to be added.
-type exportFile struct {
-	path    string
-	status  int
-	headers []cdb.Header
-	body    []byte
-}
-
-func addFiles(aw *cdb.ArchiveWriter, files []exportFile) error {
+func addFiles(aw *cdb.ArchiveWriter, files []cdb.Entry) error {
 	for _, f := range files {
-		if err := aw.AddFile(f.path, f.status, f.headers, f.body); err != nil {
+		if err := aw.Add(f); err != nil {
 			return err
 		}
 	}
@@ -208,8 +199,8 @@ type exporter struct {
 }
 
 // site renders the files that are not pastes.
-func (e exporter) site() ([]exportFile, error) {
-	var files []exportFile
+func (e exporter) site() ([]cdb.Entry, error) {
+	var files []cdb.Entry
 	for _, name := range exportAssets {
 		body, ctype, ok := e.pages.Asset(name)
 		if !ok {
@@ -219,7 +210,11 @@ func (e exporter) site() ([]exportFile, error) {
 		h.Set("Content-Type", ctype)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(exportMaxAge))
-		files = append(files, newExportFile("/static/"+name, http.StatusOK, h, body))
+		f, err := newExportFile("/static/"+name, http.StatusOK, h, body)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
 	}
 
 	var index bytes.Buffer
@@ -229,7 +224,11 @@ func (e exporter) site() ([]exportFile, error) {
 	h := http.Header{}
 	ui.SetPageHeaders(h)
 	h.Set("Cache-Control", "no-cache")
-	files = append(files, newExportFile("/", http.StatusOK, h, index.Bytes()))
+	f, err := newExportFile("/", http.StatusOK, h, index.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, f)
 
 	var notFound bytes.Buffer
 	if err := e.pages.Error(&notFound, http.StatusNotFound, ""); err != nil {
@@ -238,17 +237,21 @@ func (e exporter) site() ([]exportFile, error) {
 	h = http.Header{}
 	ui.SetPageHeaders(h)
 	h.Set("Cache-Control", "no-store")
-	return append(files, newExportFile("/*", http.StatusNotFound, h, notFound.Bytes())), nil
+	f, err = newExportFile("/*", http.StatusNotFound, h, notFound.Bytes())
+	return append(files, f), err
 }
 
 // paste renders the raw bytes, the page and the metadata of p; the page
 // goes into buf.
-func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
-	files := make([]exportFile, 0, 3)
+func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
+	files := make([]cdb.Entry, 3)
 	h := http.Header{}
 	ui.SetRawHeaders(h, p)
 	e.cacheHeaders(h, p)
-	files = append(files, newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content))
+	var err error
+	if files[0], err = newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content); err != nil {
+		return nil, err
+	}
 
 	buf.Reset()
 	if err := e.pages.Paste(buf, ui.PasteOf(p, true), e.now); err != nil {
@@ -257,7 +260,9 @@ func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
 	h = http.Header{}
 	ui.SetPageHeaders(h)
 	e.cacheHeaders(h, p)
-	files = append(files, newExportFile("/"+p.ID, http.StatusOK, h, buf.Bytes()))
+	if files[1], err = newExportFile("/"+p.ID, http.StatusOK, h, buf.Bytes()); err != nil {
+		return nil, err
+	}
 
 	meta, err := json.MarshalIndent(ui.MetaOf(p, ""), "", "  ")
 	if err != nil {
@@ -266,7 +271,8 @@ func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]exportFile, error) {
 	h = http.Header{}
 	h.Set("Content-Type", "application/json")
 	e.cacheHeaders(h, p)
-	return append(files, newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, h, append(meta, '\n'))), nil
+	files[2], err = newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, h, append(meta, '\n'))
+	return files, err
 }
 
 // cacheHeaders lets a paste be cached for at most exportMaxAge, and never
@@ -288,9 +294,9 @@ func maxAge(left time.Duration) string {
 	return "public, max-age=" + strconv.FormatInt(secs, 10)
 }
 
-// newExportFile compresses body when that saves enough, and orders the
-// headers by name.
-func newExportFile(path string, status int, h http.Header, body []byte) exportFile {
+// newExportFile makes the entry of a file: body compressed when that saves
+// enough, and the headers ordered by name.
+func newExportFile(path string, status int, h http.Header, body []byte) (cdb.Entry, error) {
 	body, enc := cdb.Compress(body)
 	h.Set("Content-Encoding", enc)
 	names := make([]string, 0, len(h))
@@ -304,7 +310,7 @@ func newExportFile(path string, status int, h http.Header, body []byte) exportFi
 			headers = append(headers, cdb.Header{Name: name, Value: v})
 		}
 	}
-	return exportFile{path: path, status: status, headers: headers, body: body}
+	return cdb.NewFile(path, status, headers, body)
 }
 
 // exportable reports whether id can name archive paths: ids the API makes
