@@ -2,6 +2,7 @@ package cdb
 
 import (
 	"fmt"
+	"net/textproto"
 	"strconv"
 	"strings"
 )
@@ -86,9 +87,13 @@ const (
 )
 
 var (
-	// nameIDs maps lowercased header names to their ids, so that Go's
-	// canonical spellings such as "Etag" are accepted too.
+	// nameIDs maps lowercased header names to their ids, so that any
+	// spelling such as "etag" is accepted too.
 	nameIDs = make(map[string]int, len(headerNames))
+	// spelledIDs maps the list's spellings and Go's canonical ones, such
+	// as "Etag", to their ids: the names an encoder usually gets, found
+	// without lowercasing them.
+	spelledIDs = make(map[string]int, 2*len(headerNames))
 	// valueIDs maps exact header values to their ids.
 	valueIDs = make(map[string]int, len(headerValues))
 )
@@ -96,6 +101,8 @@ var (
 func init() {
 	for i, name := range headerNames {
 		nameIDs[strings.ToLower(name)] = i + 1
+		spelledIDs[name] = i + 1
+		spelledIDs[textproto.CanonicalMIMEHeaderKey(name)] = i + 1
 	}
 	for i, value := range headerValues {
 		valueIDs[value] = i + 1
@@ -116,7 +123,7 @@ func encodeMeta(status int, headers []Header) ([]byte, error) {
 	b = appendID(b, 'h', statusNameID)
 	b = appendValue(b, strconv.Itoa(status))
 	for _, h := range headers {
-		id, ok := nameIDs[strings.ToLower(h.Name)]
+		id, ok := nameID(h.Name)
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("header %q is not in the kawipiko-2022a name list: %w", h.Name, ErrInvalidHeader)
@@ -132,6 +139,15 @@ func encodeMeta(status int, headers []Header) ([]byte, error) {
 		b = appendValue(b, h.Value)
 	}
 	return b, nil
+}
+
+// nameID returns the id of a header name, matched case-insensitively.
+func nameID(name string) (int, bool) {
+	if id, ok := spelledIDs[name]; ok {
+		return id, true
+	}
+	id, ok := nameIDs[strings.ToLower(name)]
+	return id, ok
 }
 
 // checkValue applies the archiver's rule for header values: printable
