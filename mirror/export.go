@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,7 @@ func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, p
 	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
 	}
-	e := exporter{pages: pages, now: now, done: done}
+	e := newExporter(pages, now, done)
 	site, err := e.site()
 	if err == nil {
 		err = addFiles(aw, site)
@@ -196,6 +197,17 @@ type exporter struct {
 	pages *ui.UI
 	now   time.Time
 	done  *atomic.Int64 // pastes added so far; may be nil
+	// pageHeaders and metaHeaders are what every paste's page and
+	// metadata document send, ordered by name, besides their cache
+	// headers and Content-Encoding.
+	pageHeaders, metaHeaders []cdb.Header
+}
+
+func newExporter(pages *ui.UI, now time.Time, done *atomic.Int64) exporter {
+	h := http.Header{}
+	ui.SetPageHeaders(h)
+	return exporter{pages: pages, now: now, done: done, pageHeaders: sortedHeaders(h),
+		metaHeaders: []cdb.Header{{Name: "Content-Type", Value: "application/json"}}}
 }
 
 // site renders the files that are not pastes.
@@ -206,11 +218,9 @@ func (e exporter) site() ([]cdb.Entry, error) {
 		if !ok {
 			return nil, fmt.Errorf("ui has no asset %s", name)
 		}
-		h := http.Header{}
-		h.Set("Content-Type", ctype)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(exportMaxAge))
-		f, err := newExportFile("/static/"+name, http.StatusOK, h, body)
+		h := []cdb.Header{{Name: "Content-Type", Value: ctype}, {Name: "X-Content-Type-Options", Value: "nosniff"}}
+		cache := []cdb.Header{{Name: "Cache-Control", Value: maxAge(exportMaxAge * time.Second)}}
+		f, err := newExportFile("/static/"+name, http.StatusOK, h, cache, body)
 		if err != nil {
 			return nil, err
 		}
@@ -221,10 +231,7 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	if err := e.pages.Index(&index, ui.IndexData{}); err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	ui.SetPageHeaders(h)
-	h.Set("Cache-Control", "no-cache")
-	f, err := newExportFile("/", http.StatusOK, h, index.Bytes())
+	f, err := newExportFile("/", http.StatusOK, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-cache"}}, index.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +241,7 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	if err := e.pages.Error(&notFound, http.StatusNotFound, ""); err != nil {
 		return nil, err
 	}
-	h = http.Header{}
-	ui.SetPageHeaders(h)
-	h.Set("Cache-Control", "no-store")
-	f, err = newExportFile("/*", http.StatusNotFound, h, notFound.Bytes())
+	f, err = newExportFile("/*", http.StatusNotFound, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-store"}}, notFound.Bytes())
 	return append(files, f), err
 }
 
@@ -245,11 +249,14 @@ func (e exporter) site() ([]cdb.Entry, error) {
 // goes into buf.
 func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
 	files := make([]cdb.Entry, 3)
+	cache := e.cacheHeaders(p)
 	h := http.Header{}
 	ui.SetRawHeaders(h, p)
-	e.cacheHeaders(h, p)
+	for _, c := range cache { // in place of a live read's
+		h.Set(c.Name, c.Value)
+	}
 	var err error
-	if files[0], err = newExportFile("/raw/"+p.ID, http.StatusOK, h, p.Content); err != nil {
+	if files[0], err = newExportFile("/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, p.Content); err != nil {
 		return nil, err
 	}
 
@@ -257,10 +264,7 @@ func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
 	if err := e.pages.Paste(buf, ui.PasteOf(p, true), e.now); err != nil {
 		return nil, err
 	}
-	h = http.Header{}
-	ui.SetPageHeaders(h)
-	e.cacheHeaders(h, p)
-	if files[1], err = newExportFile("/"+p.ID, http.StatusOK, h, buf.Bytes()); err != nil {
+	if files[1], err = newExportFile("/"+p.ID, http.StatusOK, e.pageHeaders, cache, buf.Bytes()); err != nil {
 		return nil, err
 	}
 
@@ -268,24 +272,22 @@ func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = http.Header{}
-	h.Set("Content-Type", "application/json")
-	e.cacheHeaders(h, p)
-	files[2], err = newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, h, append(meta, '\n'))
+	files[2], err = newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, append(meta, '\n'))
 	return files, err
 }
 
 // cacheHeaders lets a paste be cached for at most exportMaxAge, and never
 // past its expiry. The Expires header also tells a mirror when to stop
 // serving it.
-func (e exporter) cacheHeaders(h http.Header, p *fsm.Paste) {
+func (e exporter) cacheHeaders(p *fsm.Paste) []cdb.Header {
 	if p.ExpiresAt == 0 {
-		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(exportMaxAge))
-		return
+		return []cdb.Header{{Name: "Cache-Control", Value: maxAge(exportMaxAge * time.Second)}}
 	}
 	expires := time.Unix(0, p.ExpiresAt)
-	h.Set("Cache-Control", maxAge(expires.Sub(e.now)))
-	h.Set("Expires", expires.UTC().Format(http.TimeFormat))
+	return []cdb.Header{
+		{Name: "Cache-Control", Value: maxAge(expires.Sub(e.now))},
+		{Name: "Expires", Value: expires.UTC().Format(http.TimeFormat)},
+	}
 }
 
 // maxAge is the Cache-Control of something that stays valid for left.
@@ -295,10 +297,20 @@ func maxAge(left time.Duration) string {
 }
 
 // newExportFile makes the entry of a file: body compressed when that saves
-// enough, and the headers ordered by name.
-func newExportFile(path string, status int, h http.Header, body []byte) (cdb.Entry, error) {
+// enough, and the headers of base and extra with Content-Encoding, ordered
+// by name. base and extra must not name the same header, nor
+// Content-Encoding.
+func newExportFile(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
 	body, enc := cdb.Compress(body)
-	h.Set("Content-Encoding", enc)
+	headers := make([]cdb.Header, 0, len(base)+len(extra)+1)
+	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
+	// Stable, so that the values of one header keep their order.
+	slices.SortStableFunc(headers, func(a, b cdb.Header) int { return strings.Compare(a.Name, b.Name) })
+	return cdb.NewFile(path, status, headers, body)
+}
+
+// sortedHeaders lists the headers of h ordered by name.
+func sortedHeaders(h http.Header) []cdb.Header {
 	names := make([]string, 0, len(h))
 	for name := range h {
 		names = append(names, name)
@@ -310,7 +322,7 @@ func newExportFile(path string, status int, h http.Header, body []byte) (cdb.Ent
 			headers = append(headers, cdb.Header{Name: name, Value: v})
 		}
 	}
-	return cdb.NewFile(path, status, headers, body)
+	return headers
 }
 
 // exportable reports whether id can name archive paths: ids the API makes
