@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -431,6 +432,55 @@ func TestArchiveRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEntriesMatchAddFile makes entries on several goroutines, as an
+// export does, and wants the same archive as AddFile writes, shared
+// bodies and metadata included.
+func TestEntriesMatchAddFile(t *testing.T) {
+	html := []Header{{"Content-Type", "text/html; charset=utf-8"}}
+	paths := []string{"/a", "/b", "/c", "/d"}
+	bodies := [][]byte{[]byte("one"), []byte("two"), []byte("one"), nil}
+
+	var direct memFile
+	aw, err := NewArchive(&direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		if err := aw.AddFile(p, 200, html, bodies[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	entries := make([]Entry, len(paths))
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() { entries[i], errs[i] = NewFile(p, 200, html, bodies[i]) })
+	}
+	wg.Wait()
+	var prepared memFile
+	if aw, err = NewArchive(&prepared); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if err := aw.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(direct.b, prepared.b) {
+		t.Error("archives of entries and of AddFile differ")
+	}
+}
+
 func TestArchiveWriterErrors(t *testing.T) {
 	var f memFile
 	aw, err := NewArchive(&f)
@@ -453,6 +503,13 @@ func TestArchiveWriterErrors(t *testing.T) {
 		{"host without path", func() error { return aw.AddFile("://host", 200, nil, nil) }, ErrInvalidPath},
 		{"empty host", func() error { return aw.AddFile(":///a", 200, nil, nil) }, ErrInvalidPath},
 		{"duplicate", func() error { return aw.AddFile("/taken", 200, nil, nil) }, ErrDuplicatePath},
+		{"duplicate entry", func() error {
+			e, err := NewFile("/taken", 200, nil, nil)
+			if err != nil {
+				return err
+			}
+			return aw.Add(e)
+		}, ErrDuplicatePath},
 		{"zero hash key", func() error { return aw.AddFile("/!#XItap", 200, nil, nil) }, ErrZeroHash},
 		{"bad header", func() error { return aw.AddFile("/x", 200, []Header{{"X-Custom", "1"}}, nil) }, ErrInvalidHeader},
 		{"redirect status", func() error { return aw.AddRedirect("/x", "/y", 200) }, ErrInvalidHeader},
