@@ -87,6 +87,9 @@ func (u *UI) buildSkeleton(sh shape) (*skeleton, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sh.oneLine {
+			marks[slotLines] = "" // a constant of this shape, not a slot
+		}
 		s[i] = split(page, marks)
 	}
 	if !s[0].sameAs(s[1]) {
@@ -161,12 +164,16 @@ func (u *UI) renderSlots(sh shape, vals slotValues) (string, error) {
 	return b.String(), err
 }
 
-// split cuts page at every occurrence of a marker.
+// split cuts page at every occurrence of a marker; an empty one marks no
+// slot.
 func split(page string, marks slotValues) *skeleton {
 	s := &skeleton{}
 	for {
 		at, which := -1, slot(0)
 		for sl, m := range marks {
+			if m == "" {
+				continue
+			}
 			if i := strings.Index(page, m); i >= 0 && (at < 0 || i < at) {
 				at, which = i, slot(sl)
 			}

@@ -91,3 +91,30 @@ func BenchmarkPastePage(b *testing.B) {
 		}
 	}
 }
+
+// TestSkeletonSlots checks that each shape's skeleton has a slot for
+// every value its page shows and no other: a one-line page says "1 line"
+// as a constant, and only an expiring page has the expiry's slots.
+func TestSkeletonSlots(t *testing.T) {
+	u, err := New(Options{Mirror: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sh, s := range u.skeletons {
+		count := map[slot]int{}
+		for _, sl := range s.slots {
+			count[sl]++
+		}
+		if got := count[slotLines]; (got == 0) != sh.oneLine {
+			t.Errorf("%+v: %d slots for the line count", sh, got)
+		}
+		if got := count[slotExpiresRel]; (got == 1) != sh.expires {
+			t.Errorf("%+v: %d slots for the expiry", sh, got)
+		}
+		for _, sl := range []slot{slotHeadTitle, slotHeading, slotBody, slotCreatedRel} {
+			if count[sl] != 1 {
+				t.Errorf("%+v: slot %d appears %d times, want once", sh, sl, count[sl])
+			}
+		}
+	}
+}
