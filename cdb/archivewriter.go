@@ -3,6 +3,7 @@ package cdb
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -243,22 +244,38 @@ func checkPath(path string) error {
 // 1 KiB, 35% over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB,
 // 15% over 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
 func Compress(body []byte) (out []byte, encoding string) {
-	if len(body) == 0 || !compressionPays(len(body), gzipFloor(body)) {
+	limit := maxPacked(len(body))
+	if len(body) == 0 || gzipFloor(body) > limit {
 		return body, "identity"
 	}
-	var b bytes.Buffer
-	// Room for what pays to keep: one allocation instead of a growth per
-	// doubling.
-	b.Grow(len(body)/2 + 64)
+	// Room for the largest gzip that pays, allocated once; the compressor
+	// stops at a write beyond it, since what it makes would not be kept.
+	b := cappedBuffer{b: make([]byte, 0, limit)}
 	zw := gzipWriters.Get().(*gzip.Writer)
 	zw.Reset(&b)
-	zw.Write(body) // writes to a bytes.Buffer cannot fail
-	zw.Close()
+	_, err := zw.Write(body)
+	if err == nil {
+		err = zw.Close()
+	}
 	gzipWriters.Put(zw)
-	if !compressionPays(len(body), b.Len()) {
+	if err != nil {
 		return body, "identity"
 	}
-	return b.Bytes(), "gzip"
+	return b.b, "gzip"
+}
+
+// cappedBuffer is a buffer that refuses to grow beyond its capacity.
+type cappedBuffer struct{ b []byte }
+
+// errNoRoom stops a compressor whose output would not pay.
+var errNoRoom = errors.New("cdb: compressed body larger than what pays")
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if len(c.b)+len(p) > cap(c.b) {
+		return 0, errNoRoom
+	}
+	c.b = append(c.b, p...)
+	return len(p), nil
 }
 
 // gzipWriters keeps gzip writers for Compress: a new one allocates about
@@ -299,9 +316,9 @@ func gzipFloor(body []byte) int {
 	return overhead + k*(bits.Len(uint(k))-1)/8
 }
 
-// compressionPays reports whether compressing raw bytes to packed bytes
-// saves enough to store the compressed form.
-func compressionPays(raw, packed int) bool {
+// maxPacked is the largest size that a body of raw bytes may be
+// compressed to for the compressed form to be stored.
+func maxPacked(raw int) int {
 	minSaving := 90 // percent, for any size
 	for _, band := range []struct{ over, saving int }{
 		{1 << 20, 5}, {64 << 10, 10}, {32 << 10, 15}, {16 << 10, 20},
@@ -312,5 +329,5 @@ func compressionPays(raw, packed int) bool {
 			break
 		}
 	}
-	return int64(raw-packed)*100 >= int64(minSaving)*int64(raw)
+	return raw - int((int64(minSaving)*int64(raw)+99)/100)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestCompressionPays(t *testing.T) {
+func TestMaxPacked(t *testing.T) {
 	for _, tt := range []struct {
 		raw, packed int
 		want        bool
@@ -31,8 +31,8 @@ func TestCompressionPays(t *testing.T) {
 		{1<<20 + 1, 996_149, false},
 		{10, 30, false}, // larger
 	} {
-		if got := compressionPays(tt.raw, tt.packed); got != tt.want {
-			t.Errorf("compressionPays(%d, %d) = %v, want %v", tt.raw, tt.packed, got, tt.want)
+		if got := tt.packed <= maxPacked(tt.raw); got != tt.want {
+			t.Errorf("%d bytes packed to %d: pays %v, want %v", tt.raw, tt.packed, got, tt.want)
 		}
 	}
 }
@@ -50,7 +50,7 @@ func TestGzipFloor(t *testing.T) {
   "burn": false,
   "encrypted": false
 }`)
-	if compressionPays(len(meta), gzipFloor(meta)) {
+	if gzipFloor(meta) <= maxPacked(len(meta)) {
 		t.Errorf("floor %d of a %d-byte metadata document would not rule it out", gzipFloor(meta), len(meta))
 	}
 	random := make([]byte, 1024)
