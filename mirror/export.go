@@ -84,10 +84,10 @@ func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, p
 }
 
 // addPastes adds the pastes of view that may be exported to aw, counting
-// them in st. They are rendered, compressed and fingerprinted on every CPU but added in
-// the view's order: a walker queues each paste both to the workers and to
-// a bounded queue in order, and the caller's goroutine takes them off that
-// queue, waiting for each to be ready.
+// them in st. They are rendered, compressed and fingerprinted on every CPU
+// but added in the view's order: a walker queues each paste both to the
+// workers and to a bounded queue in order, and the caller's goroutine
+// takes them off that queue, waiting for each to be ready.
 func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, st *ExportStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -203,6 +203,7 @@ type exporter struct {
 	pageHeaders, metaHeaders []cdb.Header
 }
 
+// newExporter returns the exporter of one archive rendered at now.
 func newExporter(pages *ui.UI, now time.Time, done *atomic.Int64) exporter {
 	h := http.Header{}
 	ui.SetPageHeaders(h)
@@ -242,7 +243,10 @@ func (e exporter) site() ([]cdb.Entry, error) {
 		return nil, err
 	}
 	f, err = newExportFile("/*", http.StatusNotFound, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-store"}}, notFound.Bytes())
-	return append(files, f), err
+	if err != nil {
+		return nil, err
+	}
+	return append(files, f), nil
 }
 
 // paste renders the raw bytes, the page and the metadata of p; the page
