@@ -16,8 +16,9 @@ import (
 // split at the markers. Filling it in writes the same bytes as the
 // template, without html/template's reflection, which cost an export more
 // than a third of its time. A value goes in only when no escaper of its
-// context would change it (see fits), and New checks that the template
-// leaves such values as they are; any other paste takes the template.
+// context would change it (see fitsID and fitsText), and New checks that
+// the template leaves such values as they are; any other paste takes the
+// template.
 
 // slot is a per-paste value of the paste page, an index into slotValues.
 type slot int
@@ -72,7 +73,7 @@ func (u *UI) buildSkeletons() (map[shape]*skeleton, error) {
 // buildSkeleton renders the page of shape sh with two different sets of
 // markers, which must split it the same way (so that no marker matched
 // a constant by chance), and checks that the template leaves a probe of
-// the characters fits accepts as it is in every slot.
+// the characters fitsID and fitsText accept as it is in every slot.
 func (u *UI) buildSkeleton(sh shape) (*skeleton, error) {
 	var s [2]*skeleton
 	for i, base := range []int{7_770_100, 8_880_100} {
@@ -98,8 +99,8 @@ func (u *UI) buildSkeleton(sh shape) (*skeleton, error) {
 	return s[0], s[0].checkProbe(u, sh)
 }
 
-// probes are values with the characters fits accepts, in a slot where
-// html/template would escape anything else.
+// probes are values with the characters fitsID accepts, and HTML, for the
+// slots that fitsText does not check.
 var probes = map[slot]string{
 	slotID:   "Az09-_",
 	slotBody: `<span class="x">a&amp;b</span>`,
