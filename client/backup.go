@@ -23,7 +23,7 @@ func (c *Client) Backup(ctx context.Context, w io.Writer, progress func(done, to
 				progress(0, -1)
 			}
 			var err error
-			n, err = io.Copy(pw, resp.Body)
+			n, err = pw.copyFrom(resp.Body)
 			return err
 		})
 	if err != nil {

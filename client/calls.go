@@ -237,7 +237,7 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 				progress(0, total)
 			}
 			var err error
-			n, err = io.Copy(pw, resp.Body)
+			n, err = pw.copyFrom(resp.Body)
 			if err != nil {
 				return err
 			}
@@ -264,6 +264,13 @@ type progressWriter struct {
 	done     int64
 	total    int64
 	progress func(done, total int64)
+}
+
+// copyFrom copies r to p in large pieces: an export or a backup is
+// hundreds of megabytes, and io.Copy's 32 KiB would take a read and a
+// write system call, and a progress report, for every 32 KiB of them.
+func (p *progressWriter) copyFrom(r io.Reader) (int64, error) {
+	return io.CopyBuffer(p, r, make([]byte, 1<<20))
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
