@@ -9,7 +9,7 @@ import (
 // body of a backup, and returns the log index it was taken at. Applies go
 // on meanwhile: the state it writes is immutable.
 func (f *FSM) WriteSnapshot(w io.Writer) (uint64, error) {
-	sn := &snapshot{s: f.cur.Load()}
+	sn := f.capture()
 	if err := sn.write(w); err != nil {
 		return 0, fmt.Errorf("write snapshot: %w", err)
 	}

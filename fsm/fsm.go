@@ -75,6 +75,7 @@ type FSM struct {
 
 	appliedBytes atomic.Int64
 	log          *slog.Logger
+	peerProto    atomic.Pointer[func() int] // see SetPeerProtocol
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -405,14 +406,28 @@ func (ts *Tombstone) withoutPaste() *Tombstone {
 // Snapshot captures the current state. It copies nothing: the state is
 // immutable, so Persist can stream it while applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &snapshot{s: f.cur.Load()}, nil
+	return f.capture(), nil
 }
+
+func (f *FSM) capture() *snapshot {
+	v := byte(snapshotVersion)
+	if fn := f.peerProto.Load(); fn != nil && (*fn)() < zstdProtocol {
+		v = snapshotGzip
+	}
+	return &snapshot{s: f.cur.Load(), version: v}
+}
+
+// SetPeerProtocol tells the FSM how to learn the lowest protocol among the
+// cluster's members, so that it writes snapshots they can all read. Until
+// it is set, the FSM writes its newest snapshot version.
+func (f *FSM) SetPeerProtocol(fn func() int) { f.peerProto.Store(&fn) }
 
 // Restore replaces the whole state with a snapshot. It builds the new state
 // aside and swaps it in only once the snapshot was read completely, so a
 // failed restore leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	start := time.Now()
 	s, err := readSnapshot(rc)
 	if err != nil {
 		return fmt.Errorf("restore snapshot: %w", err)
@@ -420,6 +435,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.publish(s)
+	f.log.Info("restored snapshot", "index", s.index, "pastes", s.count, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -1,8 +1,8 @@
 package fsm
 
 import (
+	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -277,7 +277,7 @@ func randomCommands(seed uint64, n int) []*Command {
 	return cmds
 }
 
-func snapshotBytes(t *testing.T, f *FSM) []byte {
+func snapshotBytes(t testing.TB, f *FSM) []byte {
 	t.Helper()
 	sn, err := f.Snapshot()
 	if err != nil {
@@ -452,10 +452,11 @@ func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
 		t.Fatalf("consume = %+v", r)
 	}
 	raw := snapshotBytes(t, l.f)
-	zr, err := gzip.NewReader(bytes.NewReader(raw[len(snapshotMagic)+1:]))
+	zr, err := openSnapshot(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer zr.Close()
 	plain, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)

@@ -2,22 +2,31 @@ package fsm
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/hashicorp/raft"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The snapshot format: the magic bytes, then a gzip stream (whose CRC-32
-// checks the data) of msgpack values: a snapshotHeader, then Pastes pastes,
-// Tombs tombRecords and Removed removedRecords. Tombstones are written
-// without the content of a consumed burn paste.
+// The snapshot format: the magic bytes and a version byte, then a
+// compressed stream of msgpack values: a snapshotHeader, then Pastes
+// pastes, Tombs tombRecords and Removed removedRecords. Tombstones are
+// written without the content of a consumed burn paste.
+//
+// Version 2 compresses with zstd, with the frame's content checksum
+// (XXH64) on; version 1 with gzip (CRC-32). A node restores its newest
+// snapshot at every start, and zstd decodes it several times faster than
+// gzip at the same size. Version 1 is still read, and written while a
+// member of protocol 1 may receive the snapshot.
 const (
 	snapshotMagic   = "PNSNAP"
-	snapshotVersion = 1
+	snapshotGzip    = 1
+	snapshotZstd    = 2
+	snapshotVersion = snapshotZstd
 )
 
 // ErrSnapshot means a snapshot could not be read.
@@ -42,7 +51,10 @@ type removedRecord struct {
 	At int64  `msgpack:"at"`
 }
 
-type snapshot struct{ s *state }
+type snapshot struct {
+	s       *state
+	version byte // snapshotGzip or snapshotZstd
+}
 
 // Persist streams the captured state to sink. It runs while applies go on.
 func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
@@ -61,17 +73,18 @@ func (sn *snapshot) write(w io.Writer) error {
 	if _, err := bw.WriteString(snapshotMagic); err != nil {
 		return err
 	}
-	if err := bw.WriteByte(snapshotVersion); err != nil {
+	if err := bw.WriteByte(sn.version); err != nil {
 		return err
 	}
-	zw, err := gzip.NewWriterLevel(bw, gzip.BestSpeed)
+	zw, err := compressor(bw, sn.version)
 	if err != nil {
 		return err
 	}
+	defer zw.Close()
 	enc := msgpack.NewEncoder(zw)
 	s := sn.s
 	hdr := snapshotHeader{
-		Version: snapshotVersion,
+		Version: int(sn.version),
 		Index:   s.index,
 		Clock:   s.clock,
 		Pastes:  s.pastes.len(),
@@ -102,6 +115,14 @@ func (sn *snapshot) write(w io.Writer) error {
 	return bw.Flush()
 }
 
+// compressor returns the compressing writer of snapshot version v.
+func compressor(w io.Writer, v byte) (io.WriteCloser, error) {
+	if v == snapshotGzip {
+		return gzip.NewWriterLevel(w, gzip.BestSpeed)
+	}
+	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true))
+}
+
 // walk calls fn for every entry of t in id order until fn fails.
 func walk[V any](t idTree[V], fn func(id string, v V) error) error {
 	var err error
@@ -114,7 +135,25 @@ func walk[V any](t idTree[V], fn func(id string, v V) error) error {
 
 // readSnapshot decodes a snapshot into a fresh state.
 func readSnapshot(r io.Reader) (*state, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
+	zr, err := openSnapshot(bufio.NewReaderSize(r, 256<<10))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	s, err := decodeState(msgpack.NewDecoder(zr))
+	if err != nil {
+		return nil, err
+	}
+	// Read to the end so that the decompressor verifies its checksum.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	return s, nil
+}
+
+// openSnapshot checks the magic bytes and returns the decompressed stream
+// that follows them, for either version.
+func openSnapshot(br *bufio.Reader) (io.ReadCloser, error) {
 	magic := make([]byte, len(snapshotMagic)+1)
 	if _, err := io.ReadFull(br, magic); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
@@ -122,14 +161,28 @@ func readSnapshot(r io.Reader) (*state, error) {
 	if string(magic[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: not a pastenode snapshot", ErrSnapshot)
 	}
-	if v := magic[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrSnapshot, v, snapshotVersion)
+	var zr io.ReadCloser
+	var err error
+	switch v := magic[len(snapshotMagic)]; v {
+	case snapshotGzip:
+		zr, err = gzip.NewReader(br)
+	case snapshotZstd:
+		var d *zstd.Decoder
+		d, err = zstd.NewReader(br)
+		if err == nil {
+			zr = d.IOReadCloser()
+		}
+	default:
+		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrSnapshot, v, snapshotGzip, snapshotZstd)
 	}
-	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}
-	dec := msgpack.NewDecoder(zr)
+	return zr, nil
+}
+
+// decodeState decodes the header and the records that follow it.
+func decodeState(dec *msgpack.Decoder) (*state, error) {
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
@@ -165,10 +218,6 @@ func readSnapshot(r io.Reader) (*state, error) {
 			return nil, fmt.Errorf("%w: removed node %d: %v", ErrSnapshot, i, err)
 		}
 		tx.removed.set(r.ID, r.At)
-	}
-	// Read to the end so that gzip verifies its checksum.
-	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}
 	return tx.commit(), nil
 }

@@ -124,9 +124,13 @@ func (n *Node) checkCommand(data []byte) (*fsm.Command, error) {
 }
 
 // SetPeerProtocol tells the node how to learn the lowest command protocol
-// among the live members (cluster.MinProtocol). Until it is set, the node
-// assumes every member runs its own fsm.ProtocolVersion.
-func (n *Node) SetPeerProtocol(f func() int) { n.minProto.Store(&f) }
+// among the live members (cluster.MinProtocol), for the commands it
+// proposes and the snapshots it writes. Until it is set, the node assumes
+// every member runs its own fsm.ProtocolVersion.
+func (n *Node) SetPeerProtocol(f func() int) {
+	n.minProto.Store(&f)
+	n.fsm.SetPeerProtocol(f)
+}
 
 func (n *Node) peerProtocol() int {
 	if f := n.minProto.Load(); f != nil {
@@ -297,7 +301,7 @@ func (n *Node) reap() {
 // removed this node: a leader cannot take itself out of Raft cleanly, so the
 // next leader does it. A lone voter has no one to hand over to.
 func (n *Node) stepDownIfRemoved() {
-	if n.raft.State() != raft.Leader || n.closing.Load() || !n.fsm.Removed(n.cfg.ID) || n.voters() < 2 {
+	if n.raft.State() != raft.Leader || n.closing.Load() || !n.fsm.Removed(n.cfg.ID) || len(n.voters()) < 2 {
 		return
 	}
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // closedNodeWithData runs a node with TrailingLogs 1, writes and snapshots,
@@ -132,11 +133,12 @@ func TestSnapshotFileHoldsNoConsumedContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The format is a 7-byte header, then gzip.
-		zr, err := gzip.NewReader(bytes.NewReader(raw[7:]))
+		// The format is a 7-byte header, then zstd.
+		zr, err := zstd.NewReader(bytes.NewReader(raw[7:]))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
+		defer zr.Close()
 		plain, err := io.ReadAll(zr)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

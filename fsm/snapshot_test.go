@@ -1,0 +1,161 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+)
+
+// testdata/v1.snap is a version-1 (gzip) snapshot written by the code
+// before version 2: pastes "keep" and "expiring" (at 1<<62), "gone"
+// deleted at index 4, "burnt" consumed at index 6, node "old-node"
+// removed; index 7.
+func TestRestoreVersion1(t *testing.T) {
+	v1, err := os.ReadFile("testdata/v1.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := v1[len(snapshotMagic)]; v != snapshotGzip {
+		t.Fatalf("fixture is version %d", v)
+	}
+	f := New()
+	if err := f.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
+		t.Fatal(err)
+	}
+	checkFixtureState(t, f)
+
+	// Its next snapshot is version 2 and holds the same state.
+	v2 := snapshotBytes(t, f)
+	if v := v2[len(snapshotMagic)]; v != snapshotVersion {
+		t.Fatalf("new snapshot is version %d, want %d", v, snapshotVersion)
+	}
+	g := New()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(v2))); err != nil {
+		t.Fatal(err)
+	}
+	checkFixtureState(t, g)
+	if again := snapshotBytes(t, g); !bytes.Equal(again, v2) {
+		t.Fatal("a restored version-2 snapshot writes different bytes")
+	}
+}
+
+// TestSnapshotForOldPeers: while a member of protocol 1 may receive it, a
+// snapshot is written in version 1, and it restores.
+func TestSnapshotForOldPeers(t *testing.T) {
+	f := filledFSM(10)
+	proto := 1
+	f.SetPeerProtocol(func() int { return proto })
+	for _, want := range []byte{snapshotGzip, snapshotZstd} {
+		proto = int(want)
+		raw := snapshotBytes(t, f)
+		if v := raw[len(snapshotMagic)]; v != want {
+			t.Fatalf("with peers of protocol %d: snapshot version %d, want %d", proto, v, want)
+		}
+		g := New()
+		if err := g.Restore(io.NopCloser(bytes.NewReader(raw))); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := g.Stats(); n != 10 {
+			t.Fatalf("version %d restored %d pastes, want 10", want, n)
+		}
+	}
+}
+
+func checkFixtureState(t *testing.T, f *FSM) {
+	t.Helper()
+	now := time.Unix(0, 10*sec)
+	for _, id := range []string{"keep", "expiring"} {
+		p, ok := f.Get(id, now)
+		if !ok || string(p.Content) != "content of "+id || p.info == nil {
+			t.Errorf("Get(%s) = %+v, %v; want the paste, sealed", id, p, ok)
+		}
+	}
+	for id, want := range map[string]uint64{"gone": 4, "burnt": 6} {
+		if _, ok := f.Get(id, now); ok {
+			t.Errorf("Get(%s) found a removed paste", id)
+		}
+		if index, ok := f.Gone(id); !ok || index != want {
+			t.Errorf("Gone(%s) = %d, %v; want %d, true", id, index, ok, want)
+		}
+	}
+	if !f.Removed("old-node") {
+		t.Error("Removed(old-node) = false")
+	}
+	if n, _ := f.Stats(); n != 2 || f.Index() != 7 || f.NextDue() == 0 {
+		t.Errorf("count %d, index %d, next due %d; want 2, 7, a time", n, f.Index(), f.NextDue())
+	}
+}
+
+// TestRestoreRefusesDamage: a snapshot with a flipped byte anywhere in its
+// compressed stream, or of an unknown version, is refused and leaves the
+// FSM as it was.
+func TestRestoreRefusesDamage(t *testing.T) {
+	good := snapshotBytes(t, filledFSM(50))
+	for i := len(snapshotMagic); i < len(good); i += max(1, len(good)/200) {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0x40
+		f := New()
+		if err := f.Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, ErrSnapshot) {
+			t.Fatalf("byte %d of %d flipped: err = %v, want ErrSnapshot", i, len(good), err)
+		}
+		if n, _ := f.Stats(); n != 0 || f.Index() != 0 {
+			t.Fatalf("byte %d flipped: the failed restore left %d pastes at index %d", i, n, f.Index())
+		}
+	}
+}
+
+// filledFSM returns an FSM holding n pastes of 1 KiB of text, each with
+// its own random content, as the bench's restart row creates them.
+func filledFSM(n int) *FSM {
+	rng := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 768)
+	tx := newTxn(emptyState())
+	for i := range n {
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		tx.index = uint64(i + 1)
+		tx.create(&Command{Type: TypeCreate, RequestID: fmt.Sprint("req", i), Now: sec, Paste: &Paste{
+			ID:        fmt.Sprintf("p%07d", i),
+			Content:   []byte(base64.StdEncoding.EncodeToString(raw)),
+			CreatedAt: sec,
+			TokenHash: HashToken(fmt.Sprint("tok", i)),
+		}})
+	}
+	f := New()
+	f.publish(tx.commit())
+	return f
+}
+
+// BenchmarkRestore restores a snapshot of 100k pastes, what a node does
+// at start before it replays its log.
+func BenchmarkRestore(b *testing.B) {
+	const n = 100_000
+	snap := snapshotBytes(b, filledFSM(n))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(snap)))
+	for b.Loop() {
+		if err := New().Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/paste")
+}
+
+// BenchmarkSnapshot writes a snapshot of 100k pastes, what a node does
+// every SnapshotThreshold entries and, with it, on a graceful shutdown.
+func BenchmarkSnapshot(b *testing.B) {
+	const n = 100_000
+	f := filledFSM(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		snapshotBytes(b, f)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/paste")
+}
