@@ -233,6 +233,7 @@ func (n *Node) leaderLoop() {
 			return
 		case leader := <-n.notify:
 			if leader {
+				n.restoreTimeouts()
 				n.lease.startTerm(n.raft.CurrentTerm(), time.Now())
 				n.log.Info("became leader", "term", n.raft.CurrentTerm())
 				n.leaderBarrier()

@@ -233,6 +233,9 @@ type Node struct {
 	closing     atomic.Bool
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
+	// timeouts holds Raft's configured timeouts while campaignAlone has
+	// them lowered.
+	timeouts atomic.Pointer[raft.ReloadableConfig]
 
 	lease      *leases
 	leaseHold  atomic.Bool // tests stop the lease renewals with it
@@ -321,6 +324,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	n.campaignAlone()
 
 	metricsCtx, stopMetrics := context.WithCancel(context.Background())
 	n.stopMetrics = stopMetrics
@@ -396,11 +400,10 @@ func (n *Node) listen(hlog hclog.Logger) error {
 
 func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
-	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * n.cfg.TimeScale) }
 	rc.LocalID = raft.ServerID(n.cfg.ID)
-	rc.HeartbeatTimeout = scale(time.Second)
-	rc.ElectionTimeout = scale(time.Second)
-	rc.LeaderLeaseTimeout = scale(500 * time.Millisecond)
+	rc.HeartbeatTimeout = n.scale(time.Second)
+	rc.ElectionTimeout = n.scale(time.Second)
+	rc.LeaderLeaseTimeout = n.scale(leaderLease)
 	rc.CommitTimeout = n.cfg.CommitTimeout
 	rc.BatchApplyCh = true
 	rc.SnapshotInterval = n.cfg.SnapshotInterval
@@ -410,6 +413,15 @@ func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	rc.NotifyCh = n.notify
 	rc.Logger = hlog
 	return rc
+}
+
+// leaderLease is Raft's LeaderLeaseTimeout before scaling: how long a
+// leader that reaches no quorum keeps leading.
+const leaderLease = 500 * time.Millisecond
+
+// scale multiplies a Raft timeout by Config.TimeScale.
+func (n *Node) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * n.cfg.TimeScale)
 }
 
 func (n *Node) self() raft.Server {
@@ -441,7 +453,7 @@ func (n *Node) Close() error {
 	if !n.closing.CompareAndSwap(false, true) {
 		return nil
 	}
-	if n.raft != nil && n.raft.State() == raft.Leader && n.voters() > 1 {
+	if n.raft != nil && n.raft.State() == raft.Leader && len(n.voters()) > 1 {
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("leadership transfer failed", "err", err)
 		} else {
@@ -478,15 +490,16 @@ func (n *Node) closeResources() {
 	}
 }
 
-func (n *Node) voters() int {
+// voters returns the voters of the latest Raft configuration.
+func (n *Node) voters() []raft.ServerID {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
-		return 0
+		return nil
 	}
-	v := 0
+	var v []raft.ServerID
 	for _, s := range f.Configuration().Servers {
 		if s.Suffrage == raft.Voter {
-			v++
+			v = append(v, s.ID)
 		}
 	}
 	return v
