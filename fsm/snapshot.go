@@ -181,7 +181,9 @@ func openSnapshot(br *bufio.Reader) (io.ReadCloser, error) {
 	return zr, nil
 }
 
-// decodeState decodes the header and the records that follow it.
+// decodeState decodes the header and the records that follow it. The
+// pastes, nearly all of a snapshot, are decoded and sealed on one core
+// while this goroutine inserts them, which it must do alone.
 func decodeState(dec *msgpack.Decoder) (*state, error) {
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {
@@ -195,15 +197,16 @@ func decodeState(dec *msgpack.Decoder) (*state, error) {
 	tx.index, tx.clock = hdr.Index, hdr.Clock
 	// What the snapshot removed is unknown: count all of it as removals.
 	tx.removal = hdr.Index
-	for i := 0; i < hdr.Pastes; i++ {
-		var p Paste
-		if err := dec.Decode(&p); err != nil {
-			return nil, fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
+	batches := make(chan []*Paste, 4)
+	errc := make(chan error, 1)
+	go func() { errc <- decodePastes(dec, hdr.Pastes, batches) }()
+	for batch := range batches {
+		for _, p := range batch {
+			tx.put(p)
 		}
-		if p.ID == "" {
-			return nil, fmt.Errorf("%w: paste %d has no id", ErrSnapshot, i)
-		}
-		tx.add(&p)
+	}
+	if err := <-errc; err != nil {
+		return nil, err
 	}
 	for i := 0; i < hdr.Tombs; i++ {
 		var r tombRecord
@@ -220,4 +223,32 @@ func decodeState(dec *msgpack.Decoder) (*state, error) {
 		tx.removed.set(r.ID, r.At)
 	}
 	return tx.commit(), nil
+}
+
+// restoreBatch is how many decoded pastes decodePastes hands over at once.
+const restoreBatch = 256
+
+// decodePastes decodes n pastes, seals them and sends them to out in
+// batches; it closes out when it is done or fails.
+func decodePastes(dec *msgpack.Decoder, n int, out chan<- []*Paste) error {
+	defer close(out)
+	batch := make([]*Paste, 0, restoreBatch)
+	for i := 0; i < n; i++ {
+		p := new(Paste)
+		if err := dec.Decode(p); err != nil {
+			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
+		}
+		if p.ID == "" {
+			return fmt.Errorf("%w: paste %d has no id", ErrSnapshot, i)
+		}
+		p.Seal()
+		if batch = append(batch, p); len(batch) == restoreBatch {
+			out <- batch
+			batch = make([]*Paste, 0, restoreBatch)
+		}
+	}
+	if len(batch) > 0 {
+		out <- batch
+	}
+	return nil
 }
