@@ -423,10 +423,13 @@ func TestReadyWaitsForReplay(t *testing.T) {
 		}
 		ids = append(ids, p.ID)
 	}
+	// Stopped as a crash would, without the snapshot of a clean stop, so
+	// that the restart replays the log.
 	cfg := n.cfg
-	if err := n.Close(); err != nil {
+	if err := n.raft.Shutdown().Error(); err != nil {
 		t.Fatal(err)
 	}
+	n.Close()
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

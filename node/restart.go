@@ -1,6 +1,10 @@
 package node
 
 import (
+	"errors"
+	"strconv"
+	"time"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -43,4 +47,31 @@ func (n *Node) restoreTimeouts() {
 func (n *Node) soleVoter() bool {
 	v := n.voters()
 	return len(v) == 1 && v[0] == raft.ServerID(n.cfg.ID)
+}
+
+// snapshotAtClose snapshots at shutdown when that makes the next start
+// quicker. A start restores the newest snapshot, then reads and applies the
+// log entries after it, and an entry costs about three times what a paste
+// costs to write into a snapshot and read back (15 against 5 µs, 1 KiB
+// pastes, BenchmarkRestore and BenchmarkSnapshot in fsm): so a log tail
+// of at least half as many entries as there are pastes is worth a
+// snapshot now, and a shorter one is replayed.
+func (n *Node) snapshotAtClose() {
+	last, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64)
+	if err != nil {
+		return
+	}
+	tail := n.raft.AppliedIndex() - min(last, n.raft.AppliedIndex())
+	if pastes, _ := n.fsm.Stats(); tail == 0 || int64(tail) < pastes/2 {
+		return
+	}
+	start := time.Now()
+	index, err := n.Snapshot()
+	switch {
+	case errors.Is(err, ErrNothingNew):
+	case err != nil:
+		n.log.Warn("snapshot at shutdown failed; the next start replays the log", "err", err)
+	default:
+		n.log.Info("took a snapshot at shutdown", "index", index, "entries", tail, "took", time.Since(start).Round(time.Millisecond))
+	}
 }

@@ -3,8 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestSoleVoterCampaignsAtOnce: a node alone in its configuration does not
@@ -52,4 +55,44 @@ func checkConfiguredTimeouts(t *testing.T, n *Node) {
 		}
 		return nil
 	})
+}
+
+// TestCleanStopSnapshotsALongTail: a clean stop snapshots when the log
+// after the last snapshot is long next to the store, so the restart
+// replays nothing; a short tail is left to replay.
+func TestCleanStopSnapshotsALongTail(t *testing.T) {
+	n := openNode(t)
+	for range 10 {
+		createOn(t, n, "x")
+	}
+	cfg, applied := n.cfg, n.raft.AppliedIndex()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestSnapshot(t, cfg.DataDir); got != applied {
+		t.Fatalf("after a clean stop the newest snapshot is at %d, want %d", got, applied)
+	}
+
+	m := openNode(t, func(c *Config) { *c = cfg })
+	createOn(t, m, "y")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestSnapshot(t, cfg.DataDir); got != applied {
+		t.Fatalf("one entry after a snapshot of 10 pastes, a clean stop snapshotted at %d", got)
+	}
+}
+
+// newestSnapshot returns the index of the newest snapshot in dir, 0 if none.
+func newestSnapshot(t *testing.T, dir string) uint64 {
+	t.Helper()
+	snaps, err := raft.NewFileSnapshotStore(dir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("no snapshot in %s: %v", dir, err)
+	}
+	return metas[0].Index
 }
