@@ -59,10 +59,11 @@ func checkConfiguredTimeouts(t *testing.T, n *Node) {
 
 // TestCleanStopSnapshotsALongTail: a clean stop snapshots when the log
 // after the last snapshot is long next to the store, so the restart
-// replays nothing; a short tail is left to replay.
+// replays nothing, and leaves the log's entries for the next snapshot to
+// delete; a short tail is left to replay.
 func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	n := openNode(t)
-	for range 10 {
+	for range 30 {
 		createOn(t, n, "x")
 	}
 	cfg, applied := n.cfg, n.raft.AppliedIndex()
@@ -74,12 +75,16 @@ func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	}
 
 	m := openNode(t, func(c *Config) { *c = cfg })
+	// The stop left the log's deletion to the next snapshot.
+	if first, err := m.logs.FirstIndex(); err != nil || first != 1 {
+		t.Fatalf("after the stop the log starts at %d (%v), want 1", first, err)
+	}
 	createOn(t, m, "y")
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got := newestSnapshot(t, cfg.DataDir); got != applied {
-		t.Fatalf("one entry after a snapshot of 10 pastes, a clean stop snapshotted at %d", got)
+		t.Fatalf("one paste after a snapshot of 30, a clean stop snapshotted at %d", got)
 	}
 }
 
