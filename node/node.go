@@ -235,7 +235,8 @@ type Node struct {
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
-	timeouts atomic.Pointer[raft.ReloadableConfig]
+	timeouts      atomic.Pointer[raft.ReloadableConfig]
+	leaderChanges atomic.Uint64 // see LeaderChanges
 
 	lease      *leases
 	leaseHold  atomic.Bool // tests stop the lease renewals with it
@@ -319,6 +320,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return raftStartError(n.cfg.DataDir, err)
 	}
+	n.countLeaderChanges()
 	if !has && n.cfg.BootstrapExpect == 1 {
 		if err := n.Bootstrap([]raft.Server{n.self()}); err != nil {
 			return err

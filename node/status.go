@@ -43,6 +43,23 @@ func (n *Node) Info() Info {
 	return in
 }
 
+// LeaderChanges returns how many times this node learnt of a new Raft
+// leader, itself included, since it opened.
+func (n *Node) LeaderChanges() uint64 { return n.leaderChanges.Load() }
+
+// countLeaderChanges counts the leaders Raft observes from now on; Open
+// calls it before Raft can elect one. The filter runs on Raft's goroutine
+// for every observation and passes none on, so the channel is never
+// written and needs no reader.
+func (n *Node) countLeaderChanges() {
+	n.raft.RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
+		if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
+			n.leaderChanges.Add(1)
+		}
+		return false
+	}))
+}
+
 // Server is one entry of the Raft configuration.
 type Server struct {
 	ID       string

@@ -3,9 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"sync/atomic"
 
-	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pastenode/pastenode/cluster"
@@ -16,20 +14,11 @@ import (
 // can report: leader changes, the voters, the peers as the leader sees
 // them, and the files and disk under the data dir.
 func registerNodeMetrics(reg prometheus.Registerer, n *node.Node, cl *cluster.Cluster, dataDir string) error {
-	var changes atomic.Uint64
-	// The filter runs on Raft's goroutine for every observation and passes
-	// none on, so the channel is never written and needs no reader.
-	n.Raft().RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
-		if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
-			changes.Add(1)
-		}
-		return false
-	}))
 	collectors := []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "pastenode_raft_leader_changes_total",
 			Help: "Times this node learnt of a new Raft leader (itself included).",
-		}, func() float64 { return float64(changes.Load()) }),
+		}, func() float64 { return float64(n.LeaderChanges()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pastenode_raft_voters",
 			Help: "Voters in the Raft configuration.",
