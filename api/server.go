@@ -163,7 +163,7 @@ func NewServer(cfg Config) (*Server, error) {
 }
 
 // Handler returns the root handler: the routes, under Config.BasePath.
-func (s *Server) Handler() http.Handler { return s.underBasePath(s.router) }
+func (s *Server) Handler() http.Handler { return s.underBasePath(s.rawFirst()) }
 
 // Registry returns the Prometheus registry the server reports to, so that
 // other components can add their collectors.
@@ -179,7 +179,8 @@ func (s *Server) routes() {
 	get := []string{http.MethodGet, http.MethodHead}
 
 	// The raw read first: mux tries routes in order, and this one, the
-	// most frequent, overlaps none of the routes it comes before.
+	// most frequent, overlaps none of the routes it comes before. A GET or
+	// HEAD of it does not even reach the router: see rawFirst.
 	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(get...).Name("readyz")
