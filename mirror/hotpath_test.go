@@ -33,7 +33,7 @@ func TestMirrorRawReadAllocations(t *testing.T) {
 
 // TestMirrorOneWriteAnswersAsServeContent: the one-write answer of a plain
 // GET carries the same headers as the http.ServeContent answer to a
-// conditional GET that does not match, for raw bytes, and for a gzip page
+// conditional GET that does not match, but Accept-Ranges, for raw bytes, and for a gzip page
 // to clients with and without gzip; conditional and Range requests still
 // get 304 and 206.
 func TestMirrorOneWriteAnswersAsServeContent(t *testing.T) {
@@ -63,6 +63,11 @@ func TestMirrorOneWriteAnswersAsServeContent(t *testing.T) {
 		if plain.Body.String() != cond.Body.String() {
 			t.Errorf("GET %v: the bodies differ", c)
 		}
+		if plain.Header().Get("Accept-Ranges") != "" || cond.Header().Get("Accept-Ranges") != "bytes" {
+			t.Errorf("GET %v: Accept-Ranges %q, conditional %q; want none and bytes", c,
+				plain.Header().Get("Accept-Ranges"), cond.Header().Get("Accept-Ranges"))
+		}
+		cond.Header().Del("Accept-Ranges") // optional; the plain answer leaves it out
 		for name := range cond.Header() {
 			if g, w := plain.Header().Values(name), cond.Header().Values(name); !slices.Equal(g, w) {
 				t.Errorf("GET %v: %s is %q, ServeContent sends %q", c, name, g, w)

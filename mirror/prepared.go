@@ -127,13 +127,12 @@ func clip(h http.Header) http.Header {
 	return h
 }
 
-var hvBytes = []string{"bytes"}
-
 // write answers r with p. A gzip body goes as it is to clients that accept
 // gzip and decoded to the others; a body in another encoding always goes
-// as it is. A plain GET or HEAD of a 200 is one write; a conditional or
-// Range request goes through http.ServeContent (which leaves encoded bytes
-// whole).
+// as it is. A plain GET or HEAD of a 200 is one write, without the
+// Accept-Ranges that http.ServeContent adds, as on the live node
+// (ui.ServeRaw); a conditional or Range request goes through
+// http.ServeContent (which leaves encoded bytes whole).
 func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) {
 	hdr, body, encoded := p.header, p.body, false
 	if p.encoded != nil && (p.enc != "gzip" || acceptsGzip(r)) {
@@ -170,7 +169,6 @@ func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) 
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 		return
 	}
-	h["Accept-Ranges"] = hvBytes
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(body)

@@ -102,9 +102,11 @@ func SetRawHeaders(h http.Header, p *fsm.Paste) {
 }
 
 // ServeRaw writes the raw bytes of the non-burn paste p with its headers.
-// A plain GET or HEAD is answered here with one write; a conditional or
-// Range request goes through http.ServeContent, which answers 304, 206
-// and 412 as it should.
+// A plain GET or HEAD is answered here with one write, with the headers
+// http.ServeContent would send but Accept-Ranges: clients may ask for
+// ranges without it (RFC 9110, 14.3), and each header costs every read. A
+// conditional or Range request goes through http.ServeContent, which
+// answers 304, 206 and 412 as it should.
 func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 	h := w.Header()
 	SetRawHeaders(h, p)
@@ -113,15 +115,12 @@ func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 		return
 	}
 	h["Last-Modified"] = p.ReadInfo().LastModified()
-	h["Accept-Ranges"] = hvBytes
 	h["Content-Length"] = p.ReadInfo().Size()
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(p.Content)
 	}
 }
-
-var hvBytes = []string{"bytes"}
 
 // Conditional reports whether h asks for a conditional or partial answer,
 // which http.ServeContent handles; a plain one can be written at once.
