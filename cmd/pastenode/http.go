@@ -10,23 +10,93 @@ import (
 	"time"
 )
 
-// bodyTimeout is how long a client has to send a whole request, headers
-// and body: a paste of the largest default size (1 MiB) at a slow 35 KB/s.
-// A slow-body client holds a connection that long at most.
-const bodyTimeout = 30 * time.Second
+// httpLimits are the time limits of the public HTTP server of a node or a
+// mirror, so that slow or hostile clients cannot hold connections open.
+type httpLimits struct {
+	// header is how long a client has to send a request's headers, from
+	// its first byte (slowloris); idle how long a kept-alive connection
+	// may wait for its next request.
+	header, idle time.Duration
+	// body is how long a client has to send a request's body once its
+	// headers are in.
+	body time.Duration
+	// stall is how long a client may take none of the bytes sent to it
+	// before its connection is closed.
+	stall time.Duration
+}
 
-// newHTTPServer returns the public HTTP server of a node or a mirror, with
-// timeouts and a header limit so that slow or hostile clients cannot hold
-// connections open.
+// publicLimits are the limits of every public server. The body's is a
+// paste of the largest default size (1 MiB) at a slow 35 KB/s.
+var publicLimits = httpLimits{header: 10 * time.Second, idle: 2 * time.Minute, body: 30 * time.Second, stall: 2 * time.Minute}
+
+// newHTTPServer returns the public HTTP server for h, with publicLimits
+// and a header size limit.
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       bodyTimeout,
-		WriteTimeout:      2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
+	return publicLimits.server(h, log)
+}
+
+// server returns an HTTP server for h within l. Of net/http's timeouts it
+// uses only those it needs on every request anyway (headers, idle): its
+// ReadTimeout and WriteTimeout would set two more deadlines on every
+// request, a tenth of a raw read's CPU, to limit what reads hardly have.
+// The body's limit is set by the requests that have one (withBodyDeadline)
+// and a stalled client is cut off by its socket (listen); where the socket
+// cannot do that, WriteTimeout limits every answer to l.stall instead.
+func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
+	srv := &http.Server{
+		Handler:           withBodyDeadline(h, l.body),
+		ReadHeaderTimeout: l.header,
+		IdleTimeout:       l.idle,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if !socketStallLimit {
+		srv.WriteTimeout = l.stall
+	}
+	return srv
+}
+
+// withBodyDeadline gives a request with a body d to send it, from when its
+// handler starts; a request without one (every read) costs nothing.
+func withBodyDeadline(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// listen listens on addr; every connection it accepts is closed by the
+// kernel once its peer has taken none of the bytes sent to it for
+// l.stall, where the platform allows it (see setStallLimit).
+func (l httpLimits) listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil || !socketStallLimit {
+		return ln, err
+	}
+	return &stallListener{Listener: ln, stall: l.stall}, nil
+}
+
+// stallListener sets the stall limit of every connection it accepts.
+type stallListener struct {
+	net.Listener
+	stall time.Duration
+}
+
+// Accept returns the next connection with its stall limit set. One whose
+// limit cannot be set is closed rather than served unguarded.
+func (l *stallListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if err := setStallLimit(c, l.stall); err != nil {
+			c.Close()
+			continue
+		}
+		return c, nil
 	}
 }
 

@@ -63,7 +63,7 @@ func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
 	}
 	defer m.Close()
 
-	ln, err := net.Listen("tcp", c.httpAddr)
+	ln, err := publicLimits.listen(c.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen on http addr: %w", err)
 	}

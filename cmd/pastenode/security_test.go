@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -207,18 +208,21 @@ func TestConnLimit(t *testing.T) {
 }
 
 // TestBodyDeadline: a slow client has far less than two minutes to send a
-// request, body included, and the connection is closed when it runs out.
+// request's body, and the connection is closed when it runs out; a
+// request without a body gets no deadline from it.
 func TestBodyDeadline(t *testing.T) {
-	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.ReadAll(r.Body); err != nil {
-			return
-		}
+	if publicLimits.body <= 0 || publicLimits.body > 30*time.Second || publicLimits.header <= 0 {
+		t.Fatalf("public limits %+v: want a header limit and a body limit of at most 30s", publicLimits)
+	}
+	limits := publicLimits
+	limits.body = 300 * time.Millisecond // the same mechanism, quicker
+	deadlines := make(chan bool, 2)
+	srv := limits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		var ne net.Error
+		deadlines <- errors.As(err, &ne) && ne.Timeout()
 		w.WriteHeader(http.StatusNoContent)
 	}), slog.New(slog.DiscardHandler))
-	if srv.ReadTimeout <= 0 || srv.ReadTimeout > 30*time.Second {
-		t.Fatalf("ReadTimeout %s: want at most 30s", srv.ReadTimeout)
-	}
-	srv.ReadTimeout = 300 * time.Millisecond // the same mechanism, quicker
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -230,11 +234,18 @@ func TestBodyDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if timedOut := <-deadlines; timedOut {
+		t.Fatal("a request without a body timed out")
+	}
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nslow")
 	start := time.Now()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	io.Copy(io.Discard, c) // returns when the server closes the connection
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("a slow body held the connection for %s", took)
+	}
+	if timedOut := <-deadlines; !timedOut {
+		t.Error("the slow body's read did not time out")
 	}
 }

@@ -160,7 +160,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 // listenHTTP listens on --http-addr and returns the server for h, with TLS
 // from --tls-cert and --tls-key when they are set.
 func listenHTTP(c *config, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
-	ln, err := net.Listen("tcp", c.HTTPAddr)
+	ln, err := publicLimits.listen(c.HTTPAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen on http addr: %w", err)
 	}

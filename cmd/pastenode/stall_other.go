@@ -1,0 +1,13 @@
+//go:build !linux
+
+package main
+
+import (
+	"net"
+	"time"
+)
+
+// socketStallLimit: elsewhere the server's WriteTimeout limits answers.
+const socketStallLimit = false
+
+func setStallLimit(net.Conn, time.Duration) error { return nil }
