@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +240,35 @@ func TestRunMirrorBadFile(t *testing.T) {
 	err := run(context.Background(), []string{"mirror", "--cdb", path, "--http-addr", freeAddr(t)}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "kawipiko") && !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("run on a bad file: got %v, want an error that names the problem", err)
+	}
+}
+
+// TestMirrorGC: the mirror runs its collector at mirrorGCPercent within
+// mirrorMemoryLimit, unless GOGC is set (then neither is touched) or
+// GOMEMLIMIT is (then the limit is not).
+func TestMirrorGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	env := func(set ...string) func(string) (string, bool) {
+		return func(name string) (string, bool) { return "", slices.Contains(set, name) }
+	}
+	for _, c := range []struct {
+		env     []string
+		percent int
+		limit   int64
+	}{
+		{nil, mirrorGCPercent, mirrorMemoryLimit},
+		{[]string{"GOMEMLIMIT"}, mirrorGCPercent, math.MaxInt64},
+		{[]string{"GOGC"}, 100, math.MaxInt64},
+	} {
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+		tuneMirrorGC(env(c.env...))
+		if got := debug.SetGCPercent(100); got != c.percent {
+			t.Errorf("%v set: GC percent %d, want %d", c.env, got, c.percent)
+		}
+		if got := debug.SetMemoryLimit(-1); got != c.limit {
+			t.Errorf("%v set: memory limit %d, want %d", c.env, got, c.limit)
+		}
 	}
 }
