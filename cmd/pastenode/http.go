@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,7 +42,8 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 // request, a tenth of a raw read's CPU, to limit what reads hardly have.
 // The body's limit is set by the requests that have one (withBodyDeadline)
 // and a stalled client is cut off by its socket (listen); where the socket
-// cannot do that, WriteTimeout limits every answer to l.stall instead.
+// cannot do that, and over TLS (withTLS), WriteTimeout limits every answer
+// to l.stall instead.
 func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 	srv := &http.Server{
 		Handler:           withBodyDeadline(h, l.body),
@@ -54,6 +56,15 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 		srv.WriteTimeout = l.stall
 	}
 	return srv
+}
+
+// withTLS makes srv serve TLS with cfg. A TLS client may speak HTTP/2,
+// whose flow control can hold an answer back while the socket stays alive,
+// out of the socket's stall limit's sight: over TLS, WriteTimeout limits
+// every answer to l.stall.
+func (l httpLimits) withTLS(srv *http.Server, cfg *tls.Config) {
+	srv.TLSConfig = cfg
+	srv.WriteTimeout = l.stall
 }
 
 // withBodyDeadline gives a request with a body d to send it, from when its

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -247,5 +248,16 @@ func TestBodyDeadline(t *testing.T) {
 	}
 	if timedOut := <-deadlines; !timedOut {
 		t.Error("the slow body's read did not time out")
+	}
+}
+
+// TestTLSWriteTimeout: over TLS, where HTTP/2's flow control can stall an
+// answer with the socket alive, every answer has the stall limit as its
+// WriteTimeout.
+func TestTLSWriteTimeout(t *testing.T) {
+	srv := publicLimits.server(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	publicLimits.withTLS(srv, &tls.Config{})
+	if srv.TLSConfig == nil || srv.WriteTimeout != publicLimits.stall {
+		t.Errorf("TLS config %v, WriteTimeout %s: want %s", srv.TLSConfig, srv.WriteTimeout, publicLimits.stall)
 	}
 }

@@ -171,7 +171,7 @@ func listenHTTP(c *config, h http.Handler, log *slog.Logger) (net.Listener, *htt
 			ln.Close()
 			return nil, nil, err
 		}
-		srv.TLSConfig = &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12}
+		publicLimits.withTLS(srv, &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12})
 	}
 	return ln, srv, nil
 }
