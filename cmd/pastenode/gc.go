@@ -24,6 +24,7 @@ import (
 const (
 	gcHeadroom      = 32 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
+	gcMaxPercent    = 1000
 	// gcMemoryShare is the soft memory limit, as a share of the memory
 	// available (the machine's or the cgroup's): it makes collections more
 	// frequent rather than let garbage push the node out of memory.
@@ -78,9 +79,12 @@ func (t *gcTuner) tune() {
 }
 
 // gcPercent is the GOGC that gives a live heap of live bytes its headroom:
-// 100 up to 32 MiB live, then less, down to 12 from 256 MiB live on.
+// 32 MiB from 3.2 MiB live (below, GOGC stays at gcMaxPercent) up to 256
+// MiB live, then an eighth, GOGC 12. A small node thus collects every 32
+// MiB allocated, not at the runtime's 4 MiB floor, where the collector
+// took about 1 µs of each raw read.
 func gcPercent(live uint64) int {
 	live = max(live, 1)
 	headroom := max(gcHeadroom, live/gcHeadroomShare)
-	return int(min(100, headroom*100/live))
+	return int(min(gcMaxPercent, headroom*100/live))
 }
