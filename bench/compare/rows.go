@@ -111,7 +111,7 @@ func (b *bench) want(groups ...string) bool {
 // orderRows puts rows in the order, which is not the order they
 // are measured in.
 func orderRows(rows []row) []row {
-	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs nginx",
+	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs the bare", "reference: live vs nginx",
 		"reference: mirror vs kawipiko", "1 KiB creates", "RSS of one node", "restart", "HTTPS read",
 		"1,000 connections", "pastectl export"}
 	rank := func(r row) int {
@@ -232,6 +232,7 @@ func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, e
 	rows := []row{
 		ratioRow("GET /raw/{id}, 1 KiB, live node vs bare net/http", byName["live"], byName["bare"], 0.95),
 		ratioRow("same read on pastenode mirror vs bare net/http", byName["mirror"], byName["bare"], 0.95),
+		ratioRow("reference: live vs the bare handler sending the live node's headers too", byName["live"], byName["bare-like"], 0),
 		ratioRow("reference: live vs nginx (2 workers, static file)", byName["live"], byName["nginx"], 0),
 		ratioRow("reference: mirror vs kawipiko-server on our export", byName["mirror"], byName["kawipiko"], 0),
 		ratioRow("HTTPS read (keep-alive), live vs nginx, same certificate", byName["live-tls"], byName["nginx-tls"], 0),
@@ -256,11 +257,14 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if err := os.WriteFile(file, b.content, 0o644); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.startBare(ctx, ports[0], file); err != nil {
+	if err := b.startBare(ctx, "bare", ports[0], file); err != nil {
+		return nil, err
+	}
+	if err := b.startBare(ctx, "bare-like", ports[4], file, "--like", live.url+"/raw/"+b.id); err != nil {
 		return nil, err
 	}
 	cert, key, err := selfSigned(b.tmp)
@@ -287,6 +291,7 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	t := []target{
 		{"live", live.url + "/raw/" + b.id},
 		{"bare", "http://" + ports[0] + "/raw/" + b.id},
+		{"bare-like", "http://" + ports[4] + "/raw/" + b.id},
 		{"nginx", "http://" + ports[1] + "/raw/" + b.id},
 		{"live-tls", tls.url + "/raw/" + tlsID},
 		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID},
@@ -309,9 +314,11 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	return append(t, target{"kawipiko", kawipiko + "/raw/" + b.id}), nil
 }
 
-// startBare serves file with bench/bare on addr.
-func (b *bench) startBare(ctx context.Context, addr, file string) error {
-	bare, err := b.procs.start("bare", filepath.Join(b.bin, "bare"), "--addr", addr, "--file", file)
+// startBare serves file with bench/bare on addr, with its extra flags,
+// logging to name.log.
+func (b *bench) startBare(ctx context.Context, name, addr, file string, extra ...string) error {
+	args := append([]string{"--addr", addr, "--file", file}, extra...)
+	bare, err := b.procs.start(name, filepath.Join(b.bin, "bare"), args...)
 	if err != nil {
 		return err
 	}
