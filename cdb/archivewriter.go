@@ -244,23 +244,54 @@ func checkPath(path string) error {
 // 1 KiB, 35% over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB,
 // 15% over 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
 func Compress(body []byte) (out []byte, encoding string) {
+	c := compressors.Get().(*Compressor)
+	defer compressors.Put(c)
+	var buf []byte
+	return c.Compress(&buf, body)
+}
+
+// Compressor compresses as Compress does with a gzip writer of its own. A
+// caller that compresses many bodies on one goroutine, such as an export's
+// worker, keeps one rather than take Compress's from a sync.Pool: the pool
+// is emptied by the garbage collections that a busy node runs often, and a
+// new writer allocates about 1 MiB of compressor state, far more than the
+// small bodies it compresses. A Compressor is not safe for concurrent use.
+type Compressor struct{ zw *gzip.Writer }
+
+// NewCompressor returns a Compressor.
+//
+// Its writer is klauspost/compress's: an export compresses every page and
+// paste, and the standard library's writer at its best level spent more
+// than half of an export's time there, mostly resetting its state for
+// each small body. At level 5 klauspost's output is within a few percent
+// of that size, several times faster, and it stores what does not
+// compress without trying hard.
+func NewCompressor() *Compressor {
+	zw, _ := gzip.NewWriterLevel(nil, 5) // the level is valid
+	return &Compressor{zw: zw}
+}
+
+// Compress is the function Compress with this Compressor's writer, and the
+// gzip bytes appended to *buf, so that a caller can keep the bodies of
+// many files in one buffer it reuses: out is then the end of *buf. *buf
+// grows at most once, to hold the largest gzip that pays; the compressor
+// stops at a write beyond it, since what it makes would not be kept.
+func (c *Compressor) Compress(buf *[]byte, body []byte) (out []byte, encoding string) {
 	limit := maxPacked(len(body))
 	if len(body) == 0 || gzipFloor(body) > limit {
 		return body, "identity"
 	}
-	// Room for the largest gzip that pays, allocated once; the compressor
-	// stops at a write beyond it, since what it makes would not be kept.
-	b := cappedBuffer{b: make([]byte, 0, limit)}
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&b)
-	_, err := zw.Write(body)
+	grown := slices.Grow(*buf, limit)
+	b := cappedBuffer{b: grown[len(grown) : len(grown) : len(grown)+limit]}
+	c.zw.Reset(&b)
+	_, err := c.zw.Write(body)
 	if err == nil {
-		err = zw.Close()
+		err = c.zw.Close()
 	}
-	gzipWriters.Put(zw)
 	if err != nil {
 		return body, "identity"
 	}
+	*buf = grown[:len(grown)+len(b.b)]
 	return b.b, "gzip"
 }
 
@@ -278,18 +309,8 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// gzipWriters keeps gzip writers for Compress: a new one allocates about
-// 1 MiB of compressor state, far more than the small bodies it compresses.
-// They are klauspost/compress's: an export compresses every page and
-// paste, and the standard library's writer at its best level spent more
-// than half of an export's time there, mostly resetting its state for
-// each small body. At level 5 klauspost's output is within a few percent
-// of that size, several times faster, and it stores what does not
-// compress without trying hard.
-var gzipWriters = sync.Pool{New: func() any {
-	zw, _ := gzip.NewWriterLevel(nil, 5) // the level is valid
-	return zw
-}}
+// compressors keeps the Compressors of Compress.
+var compressors = sync.Pool{New: func() any { return NewCompressor() }}
 
 // gzipFloor is a size that the gzip of body cannot be under, found in one
 // cheap pass: a small document such as a paste's metadata has too many

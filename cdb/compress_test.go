@@ -94,6 +94,35 @@ func TestCompress(t *testing.T) {
 	}
 }
 
+// TestCompressorBuffer compresses several bodies into one buffer: each
+// output decodes to its body, and one already made is not overwritten by
+// the next.
+func TestCompressorBuffer(t *testing.T) {
+	c := NewCompressor()
+	var buf []byte
+	bodies := [][]byte{
+		bytes.Repeat([]byte("all work and no play\n"), 50),
+		[]byte("hello\n"),
+		bytes.Repeat([]byte("the quick brown fox "), 300),
+	}
+	outs := make([][]byte, len(bodies))
+	encs := make([]string, len(bodies))
+	for i, body := range bodies {
+		outs[i], encs[i] = c.Compress(&buf, body)
+	}
+	if encs[0] != "gzip" || encs[1] != "identity" || encs[2] != "gzip" {
+		t.Fatalf("encodings %q, want gzip, identity, gzip", encs)
+	}
+	if len(buf) != len(outs[0])+len(outs[2]) {
+		t.Errorf("buffer holds %d bytes, want the %d of both gzips", len(buf), len(outs[0])+len(outs[2]))
+	}
+	for i, body := range bodies {
+		if got := gunzipIf(t, encs[i], outs[i]); !bytes.Equal(got, body) {
+			t.Errorf("body %d decoded to %d bytes, want %d", i, len(got), len(body))
+		}
+	}
+}
+
 // gunzipIf decodes body if encoding is gzip.
 func gunzipIf(t *testing.T, encoding string, body []byte) []byte {
 	t.Helper()

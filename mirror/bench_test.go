@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"
 )
 
@@ -174,10 +174,11 @@ func BenchmarkExportPaste(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := &fsm.Paste{ID: "abcdefghij", Content: benchContent(r, 1024), CreatedAt: time.Now().UnixNano()}
 	e := exporter{pages: mirrorPages(b), now: time.Now()}
-	var buf bytes.Buffer
+	bufs := exportBufPool.Get().(*exportBuffers)
+	zc := cdb.NewCompressor()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.paste(p, &buf); err != nil {
+		if _, err := e.paste(p, bufs, zc); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -97,8 +97,9 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
+			zc := cdb.NewCompressor()
 			for j := range jobs {
-				j.files, j.err = e.paste(j.p, j.buf)
+				j.files, j.err = e.paste(j.p, j.bufs, zc)
 				close(j.ready)
 			}
 		})
@@ -126,7 +127,7 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 			cancel() // stop the walker
 			continue
 		}
-		bufPool.Put(j.buf)
+		exportBufPool.Put(j.bufs)
 		if e.done != nil {
 			e.done.Add(1)
 		}
@@ -161,7 +162,7 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 			st.Skipped++
 			return true
 		}
-		j := &exportJob{p: p, buf: bufPool.Get().(*bytes.Buffer), ready: make(chan struct{})}
+		j := &exportJob{p: p, bufs: exportBufPool.Get().(*exportBuffers), ready: make(chan struct{})}
 		for _, ch := range []chan<- *exportJob{order, jobs} {
 			select {
 			case ch <- j:
@@ -176,11 +177,28 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 // exportJob is one paste on its way into the archive.
 type exportJob struct {
 	p     *fsm.Paste
-	buf   *bytes.Buffer // holds the page, which files may point into
+	bufs  *exportBuffers // what files point into
 	files []cdb.Entry
 	err   error
 	ready chan struct{} // closed when files or err is set
 }
+
+// exportBuffers hold the bytes of one paste's files until they are in the
+// archive; they are reused from paste to paste, so that an export leaves
+// little garbage behind: on a node, every collection it causes scans the
+// whole store's index.
+type exportBuffers struct {
+	page, meta bytes.Buffer
+	metaJSON   *json.Encoder // writes into meta; keeps its indent buffer
+	gzip       []byte        // the gzip bytes of the files that have them
+}
+
+var exportBufPool = sync.Pool{New: func() any {
+	b := new(exportBuffers)
+	b.metaJSON = json.NewEncoder(&b.meta)
+	b.metaJSON.SetIndent("", "  ")
+	return b
+}}
 
 func addFiles(aw *cdb.ArchiveWriter, files []cdb.Entry) error {
 	for _, f := range files {
@@ -214,6 +232,7 @@ func newExporter(pages *ui.UI, now time.Time, done *atomic.Int64) exporter {
 // site renders the files that are not pastes.
 func (e exporter) site() ([]cdb.Entry, error) {
 	var files []cdb.Entry
+	zip := packer{zc: cdb.NewCompressor()}
 	for _, name := range exportAssets {
 		body, ctype, ok := e.pages.Asset(name)
 		if !ok {
@@ -221,7 +240,7 @@ func (e exporter) site() ([]cdb.Entry, error) {
 		}
 		h := []cdb.Header{{Name: "Content-Type", Value: ctype}, {Name: "X-Content-Type-Options", Value: "nosniff"}}
 		cache := []cdb.Header{{Name: "Cache-Control", Value: maxAge(exportMaxAge * time.Second)}}
-		f, err := newExportFile("/static/"+name, http.StatusOK, h, cache, body)
+		f, err := zip.file("/static/"+name, http.StatusOK, h, cache, body)
 		if err != nil {
 			return nil, err
 		}
@@ -232,7 +251,7 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	if err := e.pages.Index(&index, ui.IndexData{}); err != nil {
 		return nil, err
 	}
-	f, err := newExportFile("/", http.StatusOK, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-cache"}}, index.Bytes())
+	f, err := zip.file("/", http.StatusOK, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-cache"}}, index.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -242,17 +261,19 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	if err := e.pages.Error(&notFound, http.StatusNotFound, ""); err != nil {
 		return nil, err
 	}
-	f, err = newExportFile("/*", http.StatusNotFound, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-store"}}, notFound.Bytes())
+	f, err = zip.file("/*", http.StatusNotFound, e.pageHeaders, []cdb.Header{{Name: "Cache-Control", Value: "no-store"}}, notFound.Bytes())
 	if err != nil {
 		return nil, err
 	}
 	return append(files, f), nil
 }
 
-// paste renders the raw bytes, the page and the metadata of p; the page
-// goes into buf.
-func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
+// paste renders the raw bytes, the page and the metadata of p into bufs,
+// compressing them with zc.
+func (e exporter) paste(p *fsm.Paste, bufs *exportBuffers, zc *cdb.Compressor) ([]cdb.Entry, error) {
 	files := make([]cdb.Entry, 3)
+	zip := packer{zc: zc, buf: bufs.gzip[:0]}
+	defer func() { bufs.gzip = zip.buf }()
 	cache := e.cacheHeaders(p)
 	h := http.Header{}
 	ui.SetRawHeaders(h, p)
@@ -260,23 +281,24 @@ func (e exporter) paste(p *fsm.Paste, buf *bytes.Buffer) ([]cdb.Entry, error) {
 		h.Set(c.Name, c.Value)
 	}
 	var err error
-	if files[0], err = newExportFile("/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, p.Content); err != nil {
+	if files[0], err = zip.file("/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, p.Content); err != nil {
 		return nil, err
 	}
 
-	buf.Reset()
-	if err := e.pages.Paste(buf, ui.PasteOf(p, true), e.now); err != nil {
+	bufs.page.Reset()
+	if err := e.pages.Paste(&bufs.page, ui.PasteOf(p, true), e.now); err != nil {
 		return nil, err
 	}
-	if files[1], err = newExportFile("/"+p.ID, http.StatusOK, e.pageHeaders, cache, buf.Bytes()); err != nil {
+	if files[1], err = zip.file("/"+p.ID, http.StatusOK, e.pageHeaders, cache, bufs.page.Bytes()); err != nil {
 		return nil, err
 	}
 
-	meta, err := json.MarshalIndent(ui.MetaOf(p, ""), "", "  ")
-	if err != nil {
+	// The Encoder ends the document with the newline the API's has too.
+	bufs.meta.Reset()
+	if err := bufs.metaJSON.Encode(ui.MetaOf(p, "")); err != nil {
 		return nil, err
 	}
-	files[2], err = newExportFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, append(meta, '\n'))
+	files[2], err = zip.file("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes())
 	return files, err
 }
 
@@ -300,12 +322,18 @@ func maxAge(left time.Duration) string {
 	return "public, max-age=" + strconv.FormatInt(secs, 10)
 }
 
-// newExportFile makes the entry of a file: body compressed when that saves
-// enough, and the headers of base and extra with Content-Encoding, ordered
-// by name. base and extra must not name the same header, nor
+// packer makes the entries of files, their gzip bytes appended to buf.
+type packer struct {
+	zc  *cdb.Compressor
+	buf []byte
+}
+
+// file makes the entry of a file: body compressed when that saves enough,
+// and the headers of base and extra with Content-Encoding, ordered by
+// name. base and extra must not name the same header, nor
 // Content-Encoding.
-func newExportFile(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	body, enc := cdb.Compress(body)
+func (z *packer) file(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
+	body, enc := z.zc.Compress(&z.buf, body)
 	headers := make([]cdb.Header, 0, len(base)+len(extra)+1)
 	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
 	// Stable, so that the values of one header keep their order.
