@@ -26,32 +26,67 @@ const (
 //
 // chroma's own HTML formatter puts the line numbers into the text of the
 // element; this small writer keeps #paste's text equal to the paste.
+//
+// The lines are those of chroma.SplitTokensIntoLines, cut here as they are
+// written rather than first collected as a slice of tokens per line: an
+// export renders every paste, and those slices were a third of the
+// garbage of a plain one.
 func renderLines(tokens []chroma.Token, size int) (template.HTML, int) {
-	lines := chroma.SplitTokensIntoLines(tokens)
+	newlines := 0
+	for _, tok := range tokens {
+		newlines += strings.Count(tok.Value, "\n")
+	}
 	var b strings.Builder
-	b.Grow(size + size/2 + 64*len(lines))
+	b.Grow(size + size/2 + 64*(newlines+1))
 	var num []byte
-	for i, line := range lines {
-		num = strconv.AppendInt(num[:0], int64(i+1), 10)
-		b.WriteString(`<span class="line" id="L`)
-		b.Write(num)
-		b.WriteString(`"><a class="ln" href="#L`)
-		b.Write(num)
-		b.WriteString(`"></a><span class="cl">`)
-		for _, tok := range line {
-			if cls := tokenClass(tok.Type); cls != "" {
-				b.WriteString(`<span class="`)
-				b.WriteString(cls)
-				b.WriteString(`">`)
-				htmlEscaper.WriteString(&b, tok.Value)
-				b.WriteString(`</span>`)
-			} else {
-				htmlEscaper.WriteString(&b, tok.Value)
+	lines, open := 0, false
+	for i, tok := range tokens {
+		cls := tokenClass(tok.Type)
+		for v := tok.Value; ; {
+			piece, rest, more := strings.Cut(v, "\n")
+			if more {
+				piece = v[:len(piece)+1]
+			} else if !open && v == "" && i == len(tokens)-1 {
+				break // chroma drops a last line that is one empty token
+			}
+			if !open {
+				lines++
+				num = strconv.AppendInt(num[:0], int64(lines), 10)
+				b.WriteString(`<span class="line" id="L`)
+				b.Write(num)
+				b.WriteString(`"><a class="ln" href="#L`)
+				b.Write(num)
+				b.WriteString(`"></a><span class="cl">`)
+				open = true
+			}
+			writeToken(&b, cls, piece)
+			if !more {
+				break
+			}
+			b.WriteString("</span></span>")
+			if open, v = false, rest; v == "" {
+				break // chroma emits no empty tail after a newline
 			}
 		}
+	}
+	if open {
 		b.WriteString("</span></span>")
 	}
-	return template.HTML(b.String()), len(lines)
+	return template.HTML(b.String()), lines
+}
+
+// writeToken writes the text of a token, escaped, in a span of its CSS
+// class if it has one.
+func writeToken(b *strings.Builder, cls, text string) {
+	if cls == "" {
+		htmlEscaper.WriteString(b, text)
+		return
+	}
+	b.WriteString(`<span class="`)
+	b.WriteString(cls)
+	b.WriteString(`">`)
+	htmlEscaper.WriteString(b, text)
+	b.WriteString(`</span>`)
 }
 
 // htmlEscaper escapes text as html.EscapeString does, but writes it out
