@@ -416,7 +416,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 func (f *FSM) capture() *snapshot {
 	v := byte(snapshotVersion)
-	if fn := f.peerProto.Load(); fn != nil && (*fn)() < zstdProtocol {
+	if fn := f.peerProto.Load(); fn != nil && (*fn)() < s2Protocol {
 		v = snapshotGzip
 	}
 	return &snapshot{s: f.cur.Load(), version: v}

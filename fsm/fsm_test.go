@@ -452,11 +452,10 @@ func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
 		t.Fatalf("consume = %+v", r)
 	}
 	raw := snapshotBytes(t, l.f)
-	zr, err := openSnapshot(bufio.NewReader(bytes.NewReader(raw)))
+	zr, _, err := openSnapshot(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer zr.Close()
 	plain, err := io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -17,16 +17,22 @@ import (
 // pastes, Tombs tombRecords and Removed removedRecords. Tombstones are
 // written without the content of a consumed burn paste.
 //
-// Version 2 compresses with zstd, with the frame's content checksum
-// (XXH64) on; version 1 with gzip (CRC-32). A node restores its newest
-// snapshot at every start, and zstd decodes it several times faster than
-// gzip at the same size. Version 1 is still read, and written while a
-// member of protocol 1 may receive the snapshot.
+// Version 2 is an S2 stream (klauspost/compress/s2: framed blocks, each
+// with its CRC-32C, compressed on every core) of paste records in a fixed
+// order (encodePasteRecord); version 1 is gzip (CRC-32) of pastes encoded
+// as in the log. A node writes a snapshot at a clean stop and restores it
+// at the next start, so both directions count. Measured on 32 MiB on this
+// machine: of 1 KiB pastes of base64, which neither compresses, S2 writes
+// in 10 ms and reads in 5.5 ms where zstd's fastest level took 27 and 21;
+// of Go source, S2 keeps 39% of the bytes where zstd keeps about 10%,
+// in about the same time. A store of text takes more disk than with zstd;
+// its restart takes less time. Version 1 is still read, and written while
+// a member of protocol 1 may receive the snapshot.
 const (
 	snapshotMagic   = "PNSNAP"
 	snapshotGzip    = 1
-	snapshotZstd    = 2
-	snapshotVersion = snapshotZstd
+	snapshotS2      = 2
+	snapshotVersion = snapshotS2
 )
 
 // ErrSnapshot means a snapshot could not be read.
@@ -53,7 +59,7 @@ type removedRecord struct {
 
 type snapshot struct {
 	s       *state
-	version byte // snapshotGzip or snapshotZstd
+	version byte // snapshotGzip or snapshotS2
 }
 
 // Persist streams the captured state to sink. It runs while applies go on.
@@ -81,7 +87,10 @@ func (sn *snapshot) write(w io.Writer) error {
 		return err
 	}
 	defer zw.Close()
-	enc := msgpack.NewEncoder(zw)
+	// The records are written a few bytes at a time: buffered, the
+	// compressor sees whole blocks rather than a call per field.
+	rw := bufio.NewWriterSize(zw, 64<<10)
+	enc := msgpack.NewEncoder(rw)
 	s := sn.s
 	hdr := snapshotHeader{
 		Version: int(sn.version),
@@ -94,7 +103,7 @@ func (sn *snapshot) write(w io.Writer) error {
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
-	if err := walk(s.pastes, func(_ string, p *Paste) error { return enc.Encode(p) }); err != nil {
+	if err := walk(s.pastes, func(_ string, p *Paste) error { return sn.encodePaste(enc, p) }); err != nil {
 		return err
 	}
 	// A consumed burn paste's content lives in memory for its grace
@@ -109,6 +118,9 @@ func (sn *snapshot) write(w io.Writer) error {
 	}); err != nil {
 		return err
 	}
+	if err := rw.Flush(); err != nil {
+		return err
+	}
 	if err := zw.Close(); err != nil {
 		return err
 	}
@@ -120,7 +132,15 @@ func compressor(w io.Writer, v byte) (io.WriteCloser, error) {
 	if v == snapshotGzip {
 		return gzip.NewWriterLevel(w, gzip.BestSpeed)
 	}
-	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true))
+	return s2.NewWriter(w), nil
+}
+
+// encodePaste writes p as the snapshot's version encodes a paste.
+func (sn *snapshot) encodePaste(enc *msgpack.Encoder, p *Paste) error {
+	if sn.version == snapshotGzip {
+		return enc.Encode(p)
+	}
+	return encodePasteRecord(enc, p)
 }
 
 // walk calls fn for every entry of t in id order until fn fails.
@@ -135,12 +155,11 @@ func walk[V any](t idTree[V], fn func(id string, v V) error) error {
 
 // readSnapshot decodes a snapshot into a fresh state.
 func readSnapshot(r io.Reader) (*state, error) {
-	zr, err := openSnapshot(bufio.NewReaderSize(r, 256<<10))
+	zr, version, err := openSnapshot(bufio.NewReaderSize(r, 256<<10))
 	if err != nil {
 		return nil, err
 	}
-	defer zr.Close()
-	s, err := decodeState(msgpack.NewDecoder(zr))
+	s, err := decodeState(msgpack.NewDecoder(zr), version)
 	if err != nil {
 		return nil, err
 	}
@@ -152,39 +171,33 @@ func readSnapshot(r io.Reader) (*state, error) {
 }
 
 // openSnapshot checks the magic bytes and returns the decompressed stream
-// that follows them, for either version.
-func openSnapshot(br *bufio.Reader) (io.ReadCloser, error) {
+// that follows them and the snapshot's version.
+func openSnapshot(br *bufio.Reader) (io.Reader, byte, error) {
 	magic := make([]byte, len(snapshotMagic)+1)
 	if _, err := io.ReadFull(br, magic); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
+		return nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
 	}
 	if string(magic[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not a pastenode snapshot", ErrSnapshot)
+		return nil, 0, fmt.Errorf("%w: not a pastenode snapshot", ErrSnapshot)
 	}
-	var zr io.ReadCloser
-	var err error
 	switch v := magic[len(snapshotMagic)]; v {
 	case snapshotGzip:
-		zr, err = gzip.NewReader(br)
-	case snapshotZstd:
-		var d *zstd.Decoder
-		d, err = zstd.NewReader(br)
-		if err == nil {
-			zr = d.IOReadCloser()
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: %v", ErrSnapshot, err)
 		}
+		return zr, v, nil
+	case snapshotS2:
+		return s2.NewReader(br), v, nil
 	default:
-		return nil, fmt.Errorf("%w: version %d, want %d or %d", ErrSnapshot, v, snapshotGzip, snapshotZstd)
+		return nil, 0, fmt.Errorf("%w: version %d, want %d or %d", ErrSnapshot, v, snapshotGzip, snapshotS2)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
-	}
-	return zr, nil
 }
 
 // decodeState decodes the header and the records that follow it. The
 // pastes, nearly all of a snapshot, are decoded and sealed on one core
 // while this goroutine inserts them, which it must do alone.
-func decodeState(dec *msgpack.Decoder) (*state, error) {
+func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
@@ -199,7 +212,7 @@ func decodeState(dec *msgpack.Decoder) (*state, error) {
 	tx.removal = hdr.Index
 	batches := make(chan []*Paste, 4)
 	errc := make(chan error, 1)
-	go func() { errc <- decodePastes(dec, hdr.Pastes, batches) }()
+	go func() { errc <- decodePastes(dec, version, hdr.Pastes, batches) }()
 	for batch := range batches {
 		for _, p := range batch {
 			tx.put(p)
@@ -228,14 +241,19 @@ func decodeState(dec *msgpack.Decoder) (*state, error) {
 // restoreBatch is how many decoded pastes decodePastes hands over at once.
 const restoreBatch = 256
 
-// decodePastes decodes n pastes, seals them and sends them to out in
-// batches; it closes out when it is done or fails.
-func decodePastes(dec *msgpack.Decoder, n int, out chan<- []*Paste) error {
+// decodePastes decodes n pastes of a snapshot of the given version, seals
+// them and sends them to out in batches; it closes out when it is done or
+// fails.
+func decodePastes(dec *msgpack.Decoder, version byte, n int, out chan<- []*Paste) error {
 	defer close(out)
+	decode := func(p *Paste) error { return decodePasteRecord(dec, p) }
+	if version == snapshotGzip {
+		decode = func(p *Paste) error { return dec.Decode(p) }
+	}
 	batch := make([]*Paste, 0, restoreBatch)
 	for i := 0; i < n; i++ {
 		p := new(Paste)
-		if err := dec.Decode(p); err != nil {
+		if err := decode(p); err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
 		if p.ID == "" {

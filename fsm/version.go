@@ -9,13 +9,13 @@ import "math"
 // Raise it, and give the new types their Since, whenever a command type is
 // added or changes meaning.
 //
-// Protocol 2 reads snapshots of version 2 (zstd); a node writes them only
+// Protocol 2 reads snapshots of version 2 (S2); a node writes them only
 // once every member does (FSM.SetPeerProtocol), since a leader sends its
 // snapshot to a follower that lags too far behind.
 const ProtocolVersion = 2
 
-// zstdProtocol is the protocol that reads snapshots of version 2.
-const zstdProtocol = 2
+// s2Protocol is the protocol that reads snapshots of version 2.
+const s2Protocol = 2
 
 // Since returns the protocol version that introduced command type t, or
 // math.MaxInt for a type this version does not know.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 )
 
 // closedNodeWithData runs a node with TrailingLogs 1, writes and snapshots,
@@ -133,13 +133,8 @@ func TestSnapshotFileHoldsNoConsumedContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The format is a 7-byte header, then zstd.
-		zr, err := zstd.NewReader(bytes.NewReader(raw[7:]))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		defer zr.Close()
-		plain, err := io.ReadAll(zr)
+		// The format is a 7-byte header, then an S2 stream.
+		plain, err := io.ReadAll(s2.NewReader(bytes.NewReader(raw[7:])))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

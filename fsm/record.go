@@ -1,0 +1,76 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// pasteFields is the length of a paste record in a snapshot of version 2.
+const pasteFields = 10
+
+// encodePasteRecord writes p as a paste record of snapshot version 2: a
+// msgpack array of its encoded fields in a fixed order, written without
+// reflection. The log keeps encoding pastes as maps (Command.Paste), whose
+// keys let a field be added without a new format; a snapshot names its
+// format in its version byte instead, and a node restores every paste of
+// its snapshot at each start, where msgpack's reflection over the map's
+// keys cost about a microsecond per paste each way.
+func encodePasteRecord(enc *msgpack.Encoder, p *Paste) error {
+	if err := enc.EncodeArrayLen(pasteFields); err != nil {
+		return err
+	}
+	for _, s := range []string{p.ID, p.Title, p.Lang, p.RequestID} {
+		if err := enc.EncodeString(s); err != nil {
+			return err
+		}
+	}
+	for _, b := range [][]byte{p.Content, p.TokenHash} {
+		if err := enc.EncodeBytes(b); err != nil {
+			return err
+		}
+	}
+	for _, n := range []int64{p.CreatedAt, p.ExpiresAt} {
+		if err := enc.EncodeInt(n); err != nil {
+			return err
+		}
+	}
+	for _, b := range []bool{p.Burn, p.Encrypted} {
+		if err := enc.EncodeBool(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodePasteRecord reads a paste record that encodePasteRecord wrote.
+func decodePasteRecord(dec *msgpack.Decoder, p *Paste) error {
+	n, err := dec.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n != pasteFields {
+		return fmt.Errorf("a paste of %d fields, want %d", n, pasteFields)
+	}
+	for _, s := range []*string{&p.ID, &p.Title, &p.Lang, &p.RequestID} {
+		if *s, err = dec.DecodeString(); err != nil {
+			return err
+		}
+	}
+	for _, b := range []*[]byte{&p.Content, &p.TokenHash} {
+		if *b, err = dec.DecodeBytes(); err != nil {
+			return err
+		}
+	}
+	for _, n := range []*int64{&p.CreatedAt, &p.ExpiresAt} {
+		if *n, err = dec.DecodeInt64(); err != nil {
+			return err
+		}
+	}
+	for _, b := range []*bool{&p.Burn, &p.Encrypted} {
+		if *b, err = dec.DecodeBool(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
