@@ -297,11 +297,6 @@ func (t *txn) create(c *Command) *Result {
 // add seals p and stores it; its id must be free.
 func (t *txn) add(p *Paste) {
 	p.Seal()
-	t.put(p)
-}
-
-// put stores p, sealed already; its id must be free.
-func (t *txn) put(p *Paste) {
 	t.pastes.set(p.ID, p)
 	if p.ExpiresAt != 0 {
 		t.expiry.insert(newTimeKey(p.ExpiresAt, p.ID))
