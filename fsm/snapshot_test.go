@@ -8,8 +8,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // testdata/v1.snap is a version-1 (gzip) snapshot written by the code
@@ -94,10 +97,17 @@ func checkFixtureState(t *testing.T, f *FSM) {
 
 // TestRestoreRefusesDamage: a snapshot with a flipped byte anywhere in its
 // compressed stream, or of an unknown version, is refused and leaves the
-// FSM as it was.
+// FSM as it was. Every byte of the stream's start, where its framing is,
+// is tried, then bytes throughout.
 func TestRestoreRefusesDamage(t *testing.T) {
 	good := snapshotBytes(t, filledFSM(50))
-	for i := len(snapshotMagic); i < len(good); i += max(1, len(good)/200) {
+	step := func(i int) int {
+		if i < 64 {
+			return 1
+		}
+		return max(1, len(good)/200)
+	}
+	for i := len(snapshotMagic); i < len(good); i += step(i) {
 		bad := bytes.Clone(good)
 		bad[i] ^= 0x40
 		f := New()
@@ -161,4 +171,29 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/paste")
+}
+
+// TestPasteRecordRoundTrip: every field of a paste survives a record of
+// version 2, and a record of another length is refused.
+func TestPasteRecordRoundTrip(t *testing.T) {
+	full := Paste{ID: "id", Content: []byte("body"), Title: "title", Lang: "go",
+		CreatedAt: -5, ExpiresAt: 1 << 62, Burn: true, Encrypted: true,
+		TokenHash: HashToken("t"), RequestID: "req"}
+	for _, want := range []Paste{full, {ID: "bare"}} {
+		var buf bytes.Buffer
+		if err := encodePasteRecord(msgpack.NewEncoder(&buf), &want); err != nil {
+			t.Fatal(err)
+		}
+		var got Paste
+		if err := decodePasteRecord(msgpack.NewDecoder(&buf), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("round trip of %+v gave %+v", want, got)
+		}
+	}
+	short, _ := msgpack.Marshal([]any{"id", "title"})
+	if err := decodePasteRecord(msgpack.NewDecoder(bytes.NewReader(short)), new(Paste)); err == nil {
+		t.Error("a record of 2 fields was decoded")
+	}
 }
