@@ -84,11 +84,21 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 
 // applyChecked applies data, which checkCommand decoded into cmd.
 func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command) (*fsm.Result, uint64, error) {
+	return n.awaitApply(ctx, n.startApply(ctx, data), cmd)
+}
+
+// startApply hands data to Raft without waiting for it to commit, so that
+// commands started together share one log append and one fsync.
+func (n *Node) startApply(ctx context.Context, data []byte) raft.ApplyFuture {
 	timeout := n.cfg.WriteHold
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	f := n.raft.Apply(data, timeout)
+	return n.raft.Apply(data, timeout)
+}
+
+// awaitApply waits for f, the apply of cmd, and returns its result.
+func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, cmd *fsm.Command) (*fsm.Result, uint64, error) {
 	if err := f.Error(); err != nil {
 		return nil, 0, err
 	}

@@ -224,7 +224,9 @@ type Node struct {
 	mux    *muxListener
 	rpc    *http.Server
 	client *http.Client
-	newID  func() string // draws paste ids; tests replace it
+	// forwards coalesces the commands this node forwards to the leader.
+	forwards *forwarder
+	newID    func() string // draws paste ids; tests replace it
 
 	storage *storageGuard
 
@@ -397,6 +399,7 @@ func (n *Node) listen(hlog hclog.Logger) error {
 	})
 	n.rpc = n.rpcServer()
 	n.client = n.rpcClient()
+	n.forwards = &forwarder{send: n.sendBatch, limit: n.cfg.MaxCommandBytes, hold: n.cfg.WriteHold}
 	return nil
 }
 

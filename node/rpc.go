@@ -68,18 +68,23 @@ func decodeError(code, msg string) error {
 }
 
 // rpcServer serves the internal calls. Every body is bounded by
-// MaxCommandBytes, and every connection has read, write and idle deadlines.
+// MaxCommandBytes (a batch's by its commands' framing more), and every
+// connection has read, write and idle deadlines.
 func (n *Node) rpcServer() *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /internal/v1/apply", n.handleApply)
+	mux.HandleFunc("POST /internal/v1/apply-batch", n.handleApplyBatch)
 	mux.HandleFunc("GET /internal/v1/read-index", n.handleReadIndex)
 	mux.HandleFunc("GET /internal/v1/stats", n.handleStats)
 	mux.HandleFunc("POST /internal/v1/lease", n.handleLease)
 	mux.HandleFunc("POST /internal/v1/removal-safe", n.handleRemovalSafe)
 	mux.HandleFunc("GET /internal/v1/identity", n.handleIdentity)
-	limit := n.cfg.MaxCommandBytes
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			limit := n.cfg.MaxCommandBytes
+			if r.URL.Path == "/internal/v1/apply-batch" {
+				limit += batchFraming // the forwarder's commands together are at most one's limit
+			}
 			r.Body = http.MaxBytesReader(w, r.Body, limit)
 			mux.ServeHTTP(w, r)
 		}),
@@ -106,34 +111,93 @@ func (n *Node) rpcClient() *http.Client {
 }
 
 // handleApply applies a forwarded command if this node leads. It does not
-// retry: the forwarding node owns the retry loop. applyLocal refuses a
-// command that does not validate, so a forged body never reaches the log.
+// retry: the forwarding node owns the retry loop. A command that does not
+// validate is refused, so a forged body never reaches the log. Followers
+// of this version send their commands to handleApplyBatch; this call serves
+// older ones.
 func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	var reply applyReply
-	if n.closing.Load() {
-		reply.Err = "closed"
-	} else if n.raft.State() != raft.Leader {
-		reply.Err = "not_leader"
-	} else if cmd, err := n.checkCommand(data); err != nil {
-		reply.Err, reply.Msg = errorCode(err), err.Error()
-	} else if err := checkForwarded(cmd, time.Now()); err != nil {
-		reply.Err, reply.Msg = errorCode(err), err.Error()
-	} else if err := n.admitForwarded(cmd); err != nil {
-		reply.Err, reply.Msg = "storage_full", err.Error()
-	} else if res, index, err := n.applyChecked(r.Context(), data, cmd); err != nil {
-		reply.Err, reply.Msg = errorCode(err), err.Error()
-	} else {
-		reply.Index, reply.Paste = index, res.Paste
-		if res.Err != nil {
-			reply.Err, reply.Msg = errorCode(res.Err), res.Err.Error()
+	cmd, refused := n.admitCommand(data)
+	if refused != nil {
+		writeMsgpack(w, refused)
+		return
+	}
+	reply := resultReply(n.applyChecked(r.Context(), data, cmd))
+	writeMsgpack(w, &reply)
+}
+
+// handleApplyBatch applies the commands a follower coalesced into one call
+// (see forwarder) and answers one applyReply each, in order. Each command
+// is checked on its own as handleApply checks it; the ones admitted are
+// handed to Raft before any is waited for, so that they share one log
+// append and one fsync on every node.
+func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return
+	}
+	var batch [][]byte
+	if err := msgpack.Unmarshal(body, &batch); err != nil || len(batch) > maxForwardBatch {
+		http.Error(w, "not a batch of commands", http.StatusBadRequest)
+		return
+	}
+	cmds := make([]*fsm.Command, len(batch))
+	futures := make([]raft.ApplyFuture, len(batch))
+	replies := make([]applyReply, len(batch))
+	for i, data := range batch {
+		cmd, refused := n.admitCommand(data)
+		if refused != nil {
+			replies[i] = *refused
+			continue
+		}
+		cmds[i], futures[i] = cmd, n.startApply(r.Context(), data)
+	}
+	for i, f := range futures {
+		if f != nil {
+			replies[i] = resultReply(n.awaitApply(r.Context(), f, cmds[i]))
 		}
 	}
-	writeMsgpack(w, &reply)
+	writeMsgpack(w, replies)
+}
+
+// admitCommand decodes a forwarded command and returns it, or the reply
+// that refuses it: this node does not lead or is closing, or the command
+// does not validate, is not one a follower sends, or would fill the disk.
+func (n *Node) admitCommand(data []byte) (*fsm.Command, *applyReply) {
+	switch {
+	case n.closing.Load():
+		return nil, &applyReply{Err: "closed"}
+	case n.raft.State() != raft.Leader:
+		return nil, &applyReply{Err: "not_leader"}
+	}
+	cmd, err := n.checkCommand(data)
+	if err == nil {
+		err = checkForwarded(cmd, time.Now())
+	}
+	if err != nil {
+		return nil, &applyReply{Err: errorCode(err), Msg: err.Error()}
+	}
+	if err := n.admitForwarded(cmd); err != nil {
+		return nil, &applyReply{Err: "storage_full", Msg: err.Error()}
+	}
+	return cmd, nil
+}
+
+// resultReply is the reply that carries an apply's outcome.
+func resultReply(res *fsm.Result, index uint64, err error) applyReply {
+	if err != nil {
+		return applyReply{Err: errorCode(err), Msg: err.Error()}
+	}
+	reply := applyReply{Index: index, Paste: res.Paste}
+	if res.Err != nil {
+		reply.Err, reply.Msg = errorCode(res.Err), res.Err.Error()
+	}
+	return reply
 }
 
 // maxForwardSkew is how far a forwarded command's clock may be from the
@@ -174,11 +238,18 @@ func writeMsgpack(w http.ResponseWriter, v any) {
 	_, _ = w.Write(b)
 }
 
-// forwardApply sends data to the leader. Application errors (not found,
-// forbidden, ...) come back inside the Result; transport trouble and "not
-// the leader" are retryable errors.
+// forwardApply sends data to the leader, with the commands forwarded at the
+// same time (forwarder), or on its own to a leader that serves no batches.
+// Application errors (not found, forbidden, ...) come back inside the
+// Result; transport trouble and "not the leader" are retryable errors.
 func (n *Node) forwardApply(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
-	reply, err := n.call(ctx, http.MethodPost, "/internal/v1/apply", data)
+	reply, err := n.forwards.forward(ctx, data)
+	if errors.Is(err, errNotServed) {
+		var one *applyReply
+		if one, err = n.call(ctx, http.MethodPost, "/internal/v1/apply", data); err == nil {
+			reply = *one
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -193,6 +264,21 @@ func (n *Node) forwardApply(ctx context.Context, data []byte) (*fsm.Result, uint
 	return &fsm.Result{Paste: reply.Paste, Err: appErr}, reply.Index, nil
 }
 
+// sendBatch is the forwarder's call: the leader answers one reply per
+// command, each at most as large as the answer to a single call.
+func (n *Node) sendBatch(ctx context.Context, batch [][]byte) ([]applyReply, error) {
+	body, err := msgpack.Marshal(batch)
+	if err != nil {
+		return nil, err
+	}
+	var replies []applyReply
+	limit := int64(len(batch))*n.cfg.MaxCommandBytes + batchFraming
+	if err := n.roundTrip(ctx, http.MethodPost, "/internal/v1/apply-batch", body, limit, &replies); err != nil {
+		return nil, err
+	}
+	return replies, nil
+}
+
 func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
 	reply, err := n.call(ctx, http.MethodGet, "/internal/v1/read-index", nil)
 	if err != nil {
@@ -204,30 +290,48 @@ func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
 	return reply.Index, nil
 }
 
+// errNotServed means the leader answered an internal call with 404: it runs
+// an older version that does not know the call.
+var errNotServed = fmt.Errorf("%w: the leader does not serve the call", errUnreachable)
+
+// call makes an internal call to the leader that answers one applyReply.
 func (n *Node) call(ctx context.Context, method, path string, body []byte) (*applyReply, error) {
+	var reply applyReply
+	if err := n.roundTrip(ctx, method, path, body, n.cfg.MaxCommandBytes, &reply); err != nil {
+		return nil, err
+	}
+	return &reply, nil
+}
+
+// roundTrip makes an internal call to the leader and decodes its answer,
+// at most limit bytes, into reply.
+func (n *Node) roundTrip(ctx context.Context, method, path string, body []byte, limit int64, reply any) error {
 	addr, _ := n.raft.LeaderWithID()
 	if addr == "" {
-		return nil, ErrNoLeader
+		return ErrNoLeader
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+string(addr)+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+		return fmt.Errorf("%w: %v", errUnreachable, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, n.cfg.MaxCommandBytes))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreachable, err)
+		return fmt.Errorf("%w: %v", errUnreachable, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: leader answered %s", errUnreachable, resp.Status)
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return errNotServed
+	default:
+		return fmt.Errorf("%w: leader answered %s", errUnreachable, resp.Status)
 	}
-	var reply applyReply
-	if err := msgpack.Unmarshal(b, &reply); err != nil {
-		return nil, fmt.Errorf("%w: bad reply: %v", errUnreachable, err)
+	if err := msgpack.Unmarshal(b, reply); err != nil {
+		return fmt.Errorf("%w: bad reply: %v", errUnreachable, err)
 	}
-	return &reply, nil
+	return nil
 }

@@ -1,0 +1,158 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// A follower forwards its writes to the leader through a forwarder, which
+// coalesces them: a command that comes while maxForwardCalls calls are in
+// flight waits, and leaves with every other waiting command in the next
+// call. Under load the leader then gets a few calls carrying many commands,
+// over the few connections those calls keep open, and appends each call's
+// commands to its log together; when idle, a command leaves at once, alone.
+const (
+	// maxForwardBatch is the most commands one call carries.
+	maxForwardBatch = 256
+	// maxForwardCalls is how many calls may be in flight at once: more than
+	// one, so that a call's commands commit while the next one fills.
+	maxForwardCalls = 4
+	// batchFraming bounds the bytes a batch's msgpack framing adds to its
+	// commands: an array header and a bin header for each.
+	batchFraming = 5 + 5*maxForwardBatch
+)
+
+// forwarder coalesces forwarded commands into calls to the leader. Its
+// calls run on goroutines of their own, at most maxForwardCalls, which end
+// when nothing waits.
+type forwarder struct {
+	// send delivers one batch to the leader and returns one reply per
+	// command, in order.
+	send func(ctx context.Context, batch [][]byte) ([]applyReply, error)
+	// limit bounds one command, and the commands of a call together
+	// unless it carries only one.
+	limit int64
+	// hold bounds a call whose commands have no deadline.
+	hold time.Duration
+
+	mu      sync.Mutex
+	queue   []*forwarded
+	senders int // goroutines sending calls
+}
+
+// forwarded is one command waiting for the leader's reply.
+type forwarded struct {
+	ctx   context.Context
+	data  []byte
+	done  chan struct{} // closed once reply or err is set
+	reply applyReply
+	err   error
+}
+
+// forward sends data to the leader with the commands forwarded at the same
+// time, and returns the leader's reply. It fails when ctx ends first: the
+// command may then still be applied, as when a single call's answer is
+// lost, and a retry with the same request id is applied at most once.
+func (f *forwarder) forward(ctx context.Context, data []byte) (applyReply, error) {
+	if int64(len(data)) > f.limit {
+		return applyReply{}, fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), f.limit)
+	}
+	c := &forwarded{ctx: ctx, data: data, done: make(chan struct{})}
+	f.mu.Lock()
+	f.queue = append(f.queue, c)
+	start := f.senders < maxForwardCalls
+	if start {
+		f.senders++
+	}
+	f.mu.Unlock()
+	if start {
+		go f.run()
+	}
+	select {
+	case <-c.done:
+		return c.reply, c.err
+	case <-ctx.Done():
+		return applyReply{}, fmt.Errorf("%w: %w", errUnreachable, ctx.Err())
+	}
+}
+
+// run sends calls until no command waits.
+func (f *forwarder) run() {
+	for {
+		batch := f.take()
+		if batch == nil {
+			return
+		}
+		f.deliver(batch)
+	}
+}
+
+// take removes the next batch from the queue: the commands that waited
+// longest, up to maxForwardBatch and f.limit bytes. With an empty queue it
+// returns nil, and the calling goroutine counts itself out.
+func (f *forwarder) take() []*forwarded {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int
+	var size int64
+	for _, c := range f.queue {
+		if n == maxForwardBatch || (n > 0 && size+int64(len(c.data)) > f.limit) {
+			break
+		}
+		size += int64(len(c.data))
+		n++
+	}
+	if n == 0 {
+		f.senders--
+		return nil
+	}
+	batch := make([]*forwarded, n)
+	copy(batch, f.queue)
+	f.queue = append(f.queue[:0], f.queue[n:]...)
+	return batch
+}
+
+// deliver sends the commands of batch whose callers still wait in one
+// call, and hands each its reply, or the call's error.
+func (f *forwarder) deliver(batch []*forwarded) {
+	live := batch[:0]
+	for _, c := range batch {
+		if c.ctx.Err() == nil {
+			live = append(live, c)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	// The call lasts as long as the caller that may wait longest.
+	data := make([][]byte, len(live))
+	var deadline time.Time
+	for i, c := range live {
+		data[i] = c.data
+		dl, ok := c.ctx.Deadline()
+		if !ok {
+			dl = time.Now().Add(f.hold)
+		}
+		if dl.After(deadline) {
+			deadline = dl
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	replies, err := f.send(ctx, data)
+	cancel()
+	if err == nil && len(replies) != len(live) {
+		err = fmt.Errorf("%w: %d replies to %d commands", errUnreachable, len(replies), len(live))
+	}
+	for i, c := range live {
+		if err != nil {
+			c.err = err
+		} else {
+			c.reply = replies[i]
+		}
+		close(c.done)
+	}
+}

@@ -1,0 +1,362 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/pastenode/pastenode/fsm"
+)
+
+// fakeLeader is the forwarder's send for tests: it records every call,
+// holds each until release (when set), and answers each command with a
+// reply whose Msg is the command itself, or fails the call with err.
+type fakeLeader struct {
+	mu      sync.Mutex
+	calls   [][][]byte
+	started chan struct{} // receives once per call, if set
+	release chan struct{} // a call returns once it can receive, if set
+	err     error
+}
+
+func (l *fakeLeader) send(ctx context.Context, batch [][]byte) ([]applyReply, error) {
+	l.mu.Lock()
+	l.calls = append(l.calls, batch)
+	l.mu.Unlock()
+	if l.started != nil {
+		l.started <- struct{}{}
+	}
+	if l.release != nil {
+		select {
+		case <-l.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	replies := make([]applyReply, len(batch))
+	for i, data := range batch {
+		replies[i] = applyReply{Index: uint64(i + 1), Msg: string(data)}
+	}
+	return replies, nil
+}
+
+func (l *fakeLeader) callSizes() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sizes []int
+	for _, c := range l.calls {
+		sizes = append(sizes, len(c))
+	}
+	return sizes
+}
+
+type forwardResult struct {
+	data  string
+	reply applyReply
+	err   error
+}
+
+// forwardAsync forwards each of cmds on a goroutine of its own.
+func forwardAsync(ctx context.Context, f *forwarder, cmds ...string) <-chan forwardResult {
+	out := make(chan forwardResult, len(cmds))
+	for _, c := range cmds {
+		go func() {
+			reply, err := f.forward(ctx, []byte(c))
+			out <- forwardResult{c, reply, err}
+		}()
+	}
+	return out
+}
+
+// busyForwarder returns a forwarder whose maxForwardCalls calls are all in
+// flight and held until close(leader.release).
+func busyForwarder(t *testing.T, leader *fakeLeader, limit int64) (*forwarder, <-chan forwardResult) {
+	t.Helper()
+	leader.started = make(chan struct{}, maxForwardBatch)
+	leader.release = make(chan struct{})
+	f := &forwarder{send: leader.send, limit: limit, hold: time.Minute}
+	results := make(chan forwardResult, maxForwardCalls)
+	for i := range maxForwardCalls {
+		// One at a time, or a sender takes several in one call.
+		go func() { r := <-forwardAsync(context.Background(), f, fmt.Sprintf("first-%d", i)); results <- r }()
+		<-leader.started
+	}
+	return f, results
+}
+
+// waitQueued waits until n commands wait in f's queue.
+func waitQueued(t *testing.T, f *forwarder, n int) {
+	t.Helper()
+	waitUntil(t, 5*time.Second, "commands queued", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.queue) != n {
+			return fmt.Errorf("%d queued, want %d", len(f.queue), n)
+		}
+		return nil
+	})
+}
+
+func TestForwarderCoalescesWhileCallsAreInFlight(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	var later []string
+	for i := range 10 {
+		later = append(later, fmt.Sprintf("later-%d", i))
+	}
+	results := forwardAsync(context.Background(), f, later...)
+	waitQueued(t, f, len(later))
+	close(leader.release)
+	for range maxForwardCalls + len(later) {
+		var r forwardResult
+		select {
+		case r = <-first:
+		case r = <-results:
+		}
+		if r.err != nil || r.reply.Msg != r.data {
+			t.Fatalf("forward(%q) = %+v, %v; want its own reply", r.data, r.reply, r.err)
+		}
+	}
+	sizes := leader.callSizes()
+	if len(sizes) != maxForwardCalls+1 || sizes[maxForwardCalls] != len(later) {
+		t.Fatalf("calls carried %v commands, want %d single calls and one of %d", sizes, maxForwardCalls, len(later))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.senders != 0 {
+		t.Fatalf("%d senders left running with nothing queued", f.senders)
+	}
+}
+
+func TestForwarderSplitsBatchesAtTheByteLimit(t *testing.T) {
+	leader := &fakeLeader{}
+	const limit = 100
+	f, first := busyForwarder(t, leader, limit)
+	cmds := []string{string(bytes.Repeat([]byte("a"), 60)), string(bytes.Repeat([]byte("b"), 60)),
+		string(bytes.Repeat([]byte("c"), 30))}
+	results := forwardAsync(context.Background(), f, cmds[0])
+	waitQueued(t, f, 1)
+	results2 := forwardAsync(context.Background(), f, cmds[1])
+	waitQueued(t, f, 2)
+	results3 := forwardAsync(context.Background(), f, cmds[2])
+	waitQueued(t, f, 3)
+
+	if _, err := f.forward(context.Background(), bytes.Repeat([]byte("x"), limit+1)); !errors.Is(err, fsm.ErrBadCommand) {
+		t.Fatalf("a command over the limit: err = %v, want ErrBadCommand at once", err)
+	}
+	close(leader.release)
+	for _, ch := range []<-chan forwardResult{first, first, first, first, results, results2, results3} {
+		if r := <-ch; r.err != nil {
+			t.Fatalf("forward(%q): %v", r.data, r.err)
+		}
+	}
+	leader.mu.Lock()
+	defer leader.mu.Unlock()
+	for _, call := range leader.calls {
+		size := 0
+		for _, c := range call {
+			size += len(c)
+		}
+		if len(call) > 1 && size > limit {
+			t.Fatalf("a call of %d commands carried %d bytes, over the limit %d", len(call), size, limit)
+		}
+	}
+	if got := len(leader.calls); got != maxForwardCalls+2 {
+		t.Fatalf("%d calls, want %d: a then b+c", got, maxForwardCalls+2)
+	}
+}
+
+func TestForwarderDropsCancelledCommands(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := forwardAsync(ctx, f, "gone")
+	waitQueued(t, f, 1)
+	kept := forwardAsync(context.Background(), f, "kept")
+	waitQueued(t, f, 2)
+	cancel()
+	if r := <-gone; !errors.Is(r.err, errUnreachable) || !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled forward: err = %v, want errUnreachable wrapping context.Canceled", r.err)
+	}
+	close(leader.release)
+	for range maxForwardCalls {
+		<-first
+	}
+	if r := <-kept; r.err != nil || r.reply.Msg != "kept" {
+		t.Fatalf("forward(kept) = %+v, %v", r.reply, r.err)
+	}
+	leader.mu.Lock()
+	defer leader.mu.Unlock()
+	for _, call := range leader.calls {
+		for _, c := range call {
+			if string(c) == "gone" {
+				t.Fatal("a command whose caller left was sent to the leader")
+			}
+		}
+	}
+}
+
+func TestForwarderFailsEveryCommandOfAFailedCall(t *testing.T) {
+	tests := []struct {
+		name string
+		send func(context.Context, [][]byte) ([]applyReply, error)
+		want error
+	}{
+		{"call fails", (&fakeLeader{err: errNotLeader}).send, errNotLeader},
+		{"no replies", func(context.Context, [][]byte) ([]applyReply, error) { return nil, nil }, errUnreachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &forwarder{send: tt.send, limit: 1 << 20, hold: time.Minute}
+			results := forwardAsync(context.Background(), f, "a", "b", "c", "d", "e", "f")
+			for range 6 {
+				if r := <-results; !errors.Is(r.err, tt.want) {
+					t.Fatalf("forward(%q): err = %v, want %v", r.data, r.err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// batchRPC sends cmds to n's batch call as a peer would and decodes the
+// replies; it fails the test unless n answers 200.
+func batchRPC(t *testing.T, n *Node, cmds ...[]byte) []applyReply {
+	t.Helper()
+	body, err := msgpack.Marshal(cmds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", body)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("batch call: %s", resp.Status)
+	}
+	var replies []applyReply
+	if err := msgpack.NewDecoder(resp.Body).Decode(&replies); err != nil {
+		t.Fatalf("batch reply: %v", err)
+	}
+	if len(replies) != len(cmds) {
+		t.Fatalf("%d replies to %d commands", len(replies), len(cmds))
+	}
+	return replies
+}
+
+func encodeCommand(t *testing.T, c *fsm.Command) []byte {
+	t.Helper()
+	b, err := fsm.Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBatchCallChecksEachCommand: the leader checks every command of a
+// batch as it checks a single forwarded one, applies the good ones and
+// answers each in order; a body it cannot take reaches nothing.
+func TestBatchCallChecksEachCommand(t *testing.T) {
+	n := openNode(t, func(c *Config) { c.MaxCommandBytes = 64 << 10 })
+	before := lastIndex(n)
+	now := time.Now().UnixNano()
+	create := func(id string) []byte {
+		return encodeCommand(t, &fsm.Command{Type: fsm.TypeCreate, Now: now, RequestID: "r-" + id,
+			Paste: &fsm.Paste{ID: id, Content: []byte(id), CreatedAt: now}})
+	}
+	replies := batchRPC(t, n,
+		create("first-paste"),
+		[]byte("not msgpack"),
+		encodeCommand(t, &fsm.Command{Type: fsm.TypeExpire, Now: now}),
+		bytes.Repeat([]byte{'x'}, 64<<10+1),
+		create("second-paste"),
+	)
+	want := []string{"", "bad_command", "bad_command", "bad_command", ""}
+	for i, r := range replies {
+		if r.Err != want[i] {
+			t.Errorf("reply %d = %+v, want error code %q", i, r, want[i])
+		}
+	}
+	if replies[0].Paste == nil || replies[0].Paste.ID != "first-paste" || replies[4].Paste == nil || replies[4].Index <= replies[0].Index {
+		t.Fatalf("the creates' replies = %+v and %+v, want their pastes in log order", replies[0], replies[4])
+	}
+	if got := commandsSince(t, n, before); got != 2 {
+		t.Fatalf("%d commands reached the log, want the 2 creates", got)
+	}
+
+	tooMany := msgpackArrayOf(t, maxForwardBatch+1)
+	for name, body := range map[string][]byte{"garbage": []byte("not msgpack"), "too many commands": tooMany} {
+		if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", body); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: got %s, want 400", name, resp.Status)
+		}
+	}
+	big, _ := msgpack.Marshal([][]byte{bytes.Repeat([]byte{'x'}, 40<<10), bytes.Repeat([]byte{'y'}, 40<<10)})
+	if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a batch over the limit: got %s, want 413", resp.Status)
+	}
+	if got := commandsSince(t, n, before); got != 2 {
+		t.Fatalf("%d commands in the log after the refused bodies, want 2", got)
+	}
+}
+
+// msgpackArrayOf encodes n empty byte strings.
+func msgpackArrayOf(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(make([][]byte, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestForwardedCreatesSurviveALeaderChange: creates forwarded from a
+// follower while leadership moves all succeed, each exactly once, and each
+// is readable on the forwarding node as soon as it returns.
+func TestForwardedCreatesSurviveALeaderChange(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, followers := leaderOf(t, nodes)
+	from := followers[0]
+	if replies := batchRPC(t, from, []byte("x")); replies[0].Err != "not_leader" {
+		t.Fatalf("a batch sent to a follower: reply %+v, want not_leader", replies[0])
+	}
+	const count = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, count)
+	for i := range count {
+		wg.Go(func() {
+			p, err := from.Create(context.Background(), CreateRequest{Content: []byte(fmt.Sprint(i))})
+			if err == nil {
+				if _, ok := from.fsm.Get(p.ID, time.Now()); !ok {
+					err = fmt.Errorf("paste %s not readable on %s once created", p.ID, from.ID())
+				}
+			}
+			errs <- err
+		})
+	}
+	// The creates are in flight, most of them still queued on from.
+	if err := leader.raft.LeadershipTransfer().Error(); err != nil {
+		t.Fatalf("leadership transfer: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		waitUntil(t, 5*time.Second, n.ID()+" has every paste", func() error {
+			if got, _ := n.Stats(); got != count {
+				return fmt.Errorf("%d pastes, want %d", got, count)
+			}
+			return nil
+		})
+	}
+}
