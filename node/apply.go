@@ -36,7 +36,7 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 	defer cancel()
 	backoff := 20 * time.Millisecond
 	for {
-		res, index, err := n.applyOnce(hold, data)
+		res, index, err := n.applyOnce(hold, data, cmd.Type)
 		if err == nil {
 			// Read-your-writes on this node: do not answer before the
 			// local state machine has the entry.
@@ -63,10 +63,11 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 	}
 }
 
-// applyOnce applies data on the leader: here, or by forwarding.
-func (n *Node) applyOnce(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
+// applyOnce applies data, a command of type t, on the leader: here, or by
+// forwarding.
+func (n *Node) applyOnce(ctx context.Context, data []byte, t fsm.Type) (*fsm.Result, uint64, error) {
 	if n.raft.State() != raft.Leader {
-		return n.forwardApply(ctx, data)
+		return n.forwardApply(ctx, data, t)
 	}
 	return n.applyLocal(ctx, data)
 }

@@ -238,18 +238,15 @@ func writeMsgpack(w http.ResponseWriter, v any) {
 	_, _ = w.Write(b)
 }
 
-// forwardApply sends data to the leader, with the commands forwarded at the
-// same time (forwarder), or on its own to a leader that serves no batches.
-// Application errors (not found, forbidden, ...) come back inside the
-// Result; transport trouble and "not the leader" are retryable errors.
-func (n *Node) forwardApply(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
-	reply, err := n.forwards.forward(ctx, data)
-	if errors.Is(err, errNotServed) {
-		var one *applyReply
-		if one, err = n.call(ctx, http.MethodPost, "/internal/v1/apply", data); err == nil {
-			reply = *one
-		}
-	}
+// forwardApply sends data, a command of type t, to the leader. Most go with
+// the commands forwarded at the same time (forwarder); a removal goes on
+// its own, because the leader answers it only once the read leases allow
+// (waitLeases), which must not hold up the writes batched with it. A
+// leader that serves no batches gets single calls. Application errors (not
+// found, forbidden, ...) come back inside the Result; transport trouble and
+// "not the leader" are retryable errors.
+func (n *Node) forwardApply(ctx context.Context, data []byte, t fsm.Type) (*fsm.Result, uint64, error) {
+	reply, err := n.sendForwarded(ctx, data, t)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -262,6 +259,22 @@ func (n *Node) forwardApply(ctx context.Context, data []byte) (*fsm.Result, uint
 		return nil, 0, fmt.Errorf("%w: %v", errUnreachable, appErr)
 	}
 	return &fsm.Result{Paste: reply.Paste, Err: appErr}, reply.Index, nil
+}
+
+// sendForwarded sends data, a command of type t, to the leader: in a batch,
+// or alone when it is a removal or the leader serves no batches.
+func (n *Node) sendForwarded(ctx context.Context, data []byte, t fsm.Type) (applyReply, error) {
+	if !t.Removes() {
+		reply, err := n.forwards.forward(ctx, data)
+		if !errors.Is(err, errNotServed) {
+			return reply, err
+		}
+	}
+	one, err := n.call(ctx, http.MethodPost, "/internal/v1/apply", data)
+	if err != nil {
+		return applyReply{}, err
+	}
+	return *one, nil
 }
 
 // sendBatch is the forwarder's call: the leader answers one reply per
