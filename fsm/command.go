@@ -33,6 +33,7 @@ const (
 	TypeExpire     Type = 4 // delete everything due at or before Command.Now
 	TypeRemoveNode Type = 5 // record Command.ID as removed by an operator
 	TypeAllowNode  Type = 6 // forget that Command.ID was removed
+	TypeBatch      Type = 7 // apply each of Command.Batch in order
 )
 
 func (t Type) String() string {
@@ -49,6 +50,8 @@ func (t Type) String() string {
 		return "remove-node"
 	case TypeAllowNode:
 		return "allow-node"
+	case TypeBatch:
+		return "batch"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -71,6 +74,11 @@ type Command struct {
 	// Admin lets a delete skip the token check. Only the API sets it, after
 	// checking the admin token.
 	Admin bool `msgpack:"a,omitempty"`
+	// Batch holds the encoded commands of a TypeBatch entry: the leader
+	// appends the commands forwarded together as one entry, which each
+	// node applies as if each command were an entry of its own at the
+	// batch's index.
+	Batch [][]byte `msgpack:"b,omitempty"`
 }
 
 // Paste is one stored paste.
@@ -100,6 +108,8 @@ type Result struct {
 	Paste *Paste
 	// Err is the command's application error, if any.
 	Err error
+	// Batch holds a TypeBatch entry's results, one per command, in order.
+	Batch []*Result
 }
 
 // Encode returns the log entry for c.
@@ -120,13 +130,15 @@ func Decode(b []byte) (*Command, error) {
 	if err := msgpack.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
-	if c.Type < TypeCreate || c.Type > TypeAllowNode {
+	if c.Type < TypeCreate || c.Type > TypeBatch {
 		return nil, fmt.Errorf("%w: unknown %s", ErrBadCommand, c.Type)
 	}
 	switch {
 	case c.Type == TypeCreate && (c.Paste == nil || c.Paste.ID == ""):
 		return nil, fmt.Errorf("%w: create without a paste", ErrBadCommand)
-	case c.Type != TypeCreate && c.Type != TypeExpire && c.ID == "":
+	case c.Type == TypeBatch && len(c.Batch) == 0:
+		return nil, fmt.Errorf("%w: empty batch", ErrBadCommand)
+	case c.Type != TypeCreate && c.Type != TypeExpire && c.Type != TypeBatch && c.ID == "":
 		return nil, fmt.Errorf("%w: %s without an id", ErrBadCommand, c.Type)
 	}
 	return &c, nil

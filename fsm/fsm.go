@@ -267,10 +267,30 @@ func (t *txn) apply(c *Command) *Result {
 	case TypeAllowNode:
 		t.removed.delete(c.ID)
 		return &Result{}
+	case TypeBatch:
+		return t.batch(c)
 	}
 	// Decode refuses unknown types; this is a type it knows but no case
 	// handles, which every node of this version treats the same.
 	return &Result{Err: fmt.Errorf("%w: unhandled %s", ErrBadCommand, c.Type)}
+}
+
+// batch applies the commands of a TypeBatch entry in order. One that does
+// not decode, or is a batch itself, fails alone, the same on every node.
+func (t *txn) batch(c *Command) *Result {
+	out := make([]*Result, len(c.Batch))
+	for i, b := range c.Batch {
+		sub, err := Decode(b)
+		if err == nil && sub.Type == TypeBatch {
+			err = fmt.Errorf("%w: a batch inside a batch", ErrBadCommand)
+		}
+		if err != nil {
+			out[i] = &Result{Err: err}
+			continue
+		}
+		out[i] = t.apply(sub)
+	}
+	return &Result{Batch: out}
 }
 
 func (t *txn) create(c *Command) *Result {

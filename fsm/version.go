@@ -9,9 +9,10 @@ import "math"
 // Raise it, and give the new types their Since, whenever a command type is
 // added or changes meaning.
 //
-// Protocol 2 reads snapshots of version 2 (S2); a node writes them only
-// once every member does (FSM.SetPeerProtocol), since a leader sends its
-// snapshot to a follower that lags too far behind.
+// Protocol 2 adds the batch entry (TypeBatch) and reads snapshots of
+// version 2 (S2); a node writes those snapshots only once every member
+// does (FSM.SetPeerProtocol), since a leader sends its snapshot to a
+// follower that lags too far behind.
 const ProtocolVersion = 2
 
 // s2Protocol is the protocol that reads snapshots of version 2.
@@ -23,6 +24,8 @@ func Since(t Type) int {
 	switch t {
 	case TypeCreate, TypeDelete, TypeConsume, TypeExpire, TypeRemoveNode, TypeAllowNode:
 		return 1
+	case TypeBatch:
+		return 2
 	}
 	return math.MaxInt
 }

@@ -85,7 +85,7 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 
 // applyChecked applies data, which checkCommand decoded into cmd.
 func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command) (*fsm.Result, uint64, error) {
-	return n.awaitApply(ctx, n.startApply(ctx, data), cmd)
+	return n.awaitApply(ctx, n.startApply(ctx, data), cmd.Type.Removes())
 }
 
 // startApply hands data to Raft without waiting for it to commit, so that
@@ -98,8 +98,9 @@ func (n *Node) startApply(ctx context.Context, data []byte) raft.ApplyFuture {
 	return n.raft.Apply(data, timeout)
 }
 
-// awaitApply waits for f, the apply of cmd, and returns its result.
-func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, cmd *fsm.Command) (*fsm.Result, uint64, error) {
+// awaitApply waits for f and returns its result; when the entry may remove
+// a paste, not before the read leases allow (waitLeases).
+func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes bool) (*fsm.Result, uint64, error) {
 	if err := f.Error(); err != nil {
 		return nil, 0, err
 	}
@@ -110,7 +111,7 @@ func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, cmd *fsm.Comm
 	// A removal (or a retry of one, which removes nothing itself) is
 	// acknowledged only once no read lease lets a node serve what it
 	// removed.
-	if cmd.Type.Removes() {
+	if removes {
 		if err := n.waitLeases(ctx, f.Index()); err != nil {
 			return nil, 0, err
 		}

@@ -3,8 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -157,5 +162,86 @@ func (f *forwarder) deliver(batch []*forwarded) {
 			c.reply = replies[i]
 		}
 		close(c.done)
+	}
+}
+
+// handleApplyBatch applies the commands a follower's forwarder sent in one
+// call and answers one applyReply each, in order. Each command is checked
+// on its own as handleApply checks it, and the ones admitted are appended
+// to the log together: as one TypeBatch entry once every live member knows
+// that type, else as entries handed to Raft before any is waited for, so
+// that they share one append and one fsync on every node either way.
+func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return
+	}
+	var batch [][]byte
+	if err := msgpack.Unmarshal(body, &batch); err != nil || len(batch) > maxForwardBatch {
+		http.Error(w, "not a batch of commands", http.StatusBadRequest)
+		return
+	}
+	replies := make([]applyReply, len(batch))
+	var admitted []admittedCommand
+	for i, data := range batch {
+		cmd, refused := n.admitCommand(data)
+		if refused != nil {
+			replies[i] = *refused
+			continue
+		}
+		admitted = append(admitted, admittedCommand{i, data, cmd})
+	}
+	if len(admitted) > 1 && n.peerProtocol() >= fsm.Since(fsm.TypeBatch) {
+		n.applyAsOne(r.Context(), admitted, replies)
+	} else {
+		n.applyEach(r.Context(), admitted, replies)
+	}
+	writeMsgpack(w, replies)
+}
+
+// admittedCommand is a command of a batch call that admitCommand let in.
+type admittedCommand struct {
+	at   int // its place in the batch and the replies
+	data []byte
+	cmd  *fsm.Command
+}
+
+// applyEach proposes each command as an entry of its own, all before any
+// is waited for, and sets their replies.
+func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, replies []applyReply) {
+	futures := make([]raft.ApplyFuture, len(cmds))
+	for i, c := range cmds {
+		futures[i] = n.startApply(ctx, c.data)
+	}
+	for i, c := range cmds {
+		replies[c.at] = resultReply(n.awaitApply(ctx, futures[i], c.cmd.Type.Removes()))
+	}
+}
+
+// applyAsOne proposes the commands as one TypeBatch entry and sets their
+// replies from its results.
+func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, replies []applyReply) {
+	entry := &fsm.Command{Type: fsm.TypeBatch, Batch: make([][]byte, len(cmds))}
+	removes := false
+	for i, c := range cmds {
+		entry.Batch[i] = c.data
+		removes = removes || c.cmd.Type.Removes()
+	}
+	data, err := fsm.Encode(entry)
+	var res *fsm.Result
+	var index uint64
+	if err == nil {
+		res, index, err = n.awaitApply(ctx, n.startApply(ctx, data), removes)
+	}
+	if err == nil && len(res.Batch) != len(cmds) {
+		err = fmt.Errorf("%w: %d results to a batch of %d: %v", fsm.ErrBadCommand, len(res.Batch), len(cmds), res.Err)
+	}
+	for i, c := range cmds {
+		if err != nil {
+			replies[c.at] = resultReply(nil, 0, err)
+		} else {
+			replies[c.at] = resultReply(res.Batch[i], index, nil)
+		}
 	}
 }

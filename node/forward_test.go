@@ -155,7 +155,10 @@ func TestForwarderSplitsBatchesAtTheByteLimit(t *testing.T) {
 		t.Fatalf("a command over the limit: err = %v, want ErrBadCommand at once", err)
 	}
 	close(leader.release)
-	for _, ch := range []<-chan forwardResult{first, first, first, first, results, results2, results3} {
+	for range maxForwardCalls {
+		<-first
+	}
+	for _, ch := range []<-chan forwardResult{results, results2, results3} {
 		if r := <-ch; r.err != nil {
 			t.Fatalf("forward(%q): %v", r.data, r.err)
 		}
@@ -261,48 +264,85 @@ func encodeCommand(t *testing.T, c *fsm.Command) []byte {
 }
 
 // TestBatchCallChecksEachCommand: the leader checks every command of a
-// batch as it checks a single forwarded one, applies the good ones and
-// answers each in order; a body it cannot take reaches nothing.
+// batch as it checks a single forwarded one, applies the good ones as one
+// log entry (as one entry each while a member runs protocol 1) and answers
+// each in order; a body it cannot take reaches nothing.
 func TestBatchCallChecksEachCommand(t *testing.T) {
+	tests := []struct {
+		name     string
+		protocol int
+		entries  int
+		nested   string // the error code for a batch inside the batch
+	}{
+		{"current members", fsm.ProtocolVersion, 1, "bad_command"},
+		{"a member at protocol 1", 1, 2, "old_peer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := openNode(t, func(c *Config) { c.MaxCommandBytes = 64 << 10 })
+			n.SetPeerProtocol(func() int { return tt.protocol })
+			before := lastIndex(n)
+			now := time.Now().UnixNano()
+			create := func(id string) []byte {
+				return encodeCommand(t, &fsm.Command{Type: fsm.TypeCreate, Now: now, RequestID: "r-" + id,
+					Paste: &fsm.Paste{ID: id, Content: []byte(id), CreatedAt: now}})
+			}
+			replies := batchRPC(t, n,
+				create("first-paste"),
+				[]byte("not msgpack"),
+				encodeCommand(t, &fsm.Command{Type: fsm.TypeExpire, Now: now}),
+				bytes.Repeat([]byte{'x'}, 64<<10+1),
+				encodeCommand(t, &fsm.Command{Type: fsm.TypeBatch, Batch: [][]byte{create("nested")}}),
+				create("second-paste"),
+			)
+			want := []string{"", "bad_command", "bad_command", "bad_command", tt.nested, ""}
+			for i, r := range replies {
+				if r.Err != want[i] {
+					t.Errorf("reply %d = %+v, want error code %q", i, r, want[i])
+				}
+			}
+			first, second := replies[0], replies[5]
+			if first.Paste == nil || first.Paste.ID != "first-paste" || second.Paste == nil || second.Paste.ID != "second-paste" {
+				t.Fatalf("the creates' replies = %+v and %+v, want their pastes", first, second)
+			}
+			if first.Index <= before || second.Index < first.Index {
+				t.Fatalf("the creates' indexes = %d and %d, want in log order after %d", first.Index, second.Index, before)
+			}
+			if got := commandsSince(t, n, before); got != tt.entries {
+				t.Fatalf("%d log entries for the 2 creates, want %d", got, tt.entries)
+			}
+			if _, ok := n.fsm.Get("second-paste", time.Now()); !ok {
+				t.Fatal("second-paste not in the store")
+			}
+		})
+	}
+}
+
+// TestBatchCallRefusesBadBodies: a batch body the leader cannot take
+// answers 400 or 413 and reaches nothing.
+func TestBatchCallRefusesBadBodies(t *testing.T) {
 	n := openNode(t, func(c *Config) { c.MaxCommandBytes = 64 << 10 })
 	before := lastIndex(n)
-	now := time.Now().UnixNano()
-	create := func(id string) []byte {
-		return encodeCommand(t, &fsm.Command{Type: fsm.TypeCreate, Now: now, RequestID: "r-" + id,
-			Paste: &fsm.Paste{ID: id, Content: []byte(id), CreatedAt: now}})
+	big, err := msgpack.Marshal([][]byte{bytes.Repeat([]byte{'x'}, 40<<10), bytes.Repeat([]byte{'y'}, 40<<10)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	replies := batchRPC(t, n,
-		create("first-paste"),
-		[]byte("not msgpack"),
-		encodeCommand(t, &fsm.Command{Type: fsm.TypeExpire, Now: now}),
-		bytes.Repeat([]byte{'x'}, 64<<10+1),
-		create("second-paste"),
-	)
-	want := []string{"", "bad_command", "bad_command", "bad_command", ""}
-	for i, r := range replies {
-		if r.Err != want[i] {
-			t.Errorf("reply %d = %+v, want error code %q", i, r, want[i])
+	tests := []struct {
+		name string
+		body []byte
+		want int
+	}{
+		{"garbage", []byte("not msgpack"), http.StatusBadRequest},
+		{"too many commands", msgpackArrayOf(t, maxForwardBatch+1), http.StatusBadRequest},
+		{"over the byte limit", big, http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", tt.body); resp.StatusCode != tt.want {
+			t.Errorf("%s: got %s, want %d", tt.name, resp.Status, tt.want)
 		}
 	}
-	if replies[0].Paste == nil || replies[0].Paste.ID != "first-paste" || replies[4].Paste == nil || replies[4].Index <= replies[0].Index {
-		t.Fatalf("the creates' replies = %+v and %+v, want their pastes in log order", replies[0], replies[4])
-	}
-	if got := commandsSince(t, n, before); got != 2 {
-		t.Fatalf("%d commands reached the log, want the 2 creates", got)
-	}
-
-	tooMany := msgpackArrayOf(t, maxForwardBatch+1)
-	for name, body := range map[string][]byte{"garbage": []byte("not msgpack"), "too many commands": tooMany} {
-		if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", body); resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: got %s, want 400", name, resp.Status)
-		}
-	}
-	big, _ := msgpack.Marshal([][]byte{bytes.Repeat([]byte{'x'}, 40<<10), bytes.Repeat([]byte{'y'}, 40<<10)})
-	if resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("a batch over the limit: got %s, want 413", resp.Status)
-	}
-	if got := commandsSince(t, n, before); got != 2 {
-		t.Fatalf("%d commands in the log after the refused bodies, want 2", got)
+	if got := commandsSince(t, n, before); got != 0 {
+		t.Fatalf("%d commands reached the log", got)
 	}
 }
 

@@ -130,41 +130,6 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 	writeMsgpack(w, &reply)
 }
 
-// handleApplyBatch applies the commands a follower coalesced into one call
-// (see forwarder) and answers one applyReply each, in order. Each command
-// is checked on its own as handleApply checks it; the ones admitted are
-// handed to Raft before any is waited for, so that they share one log
-// append and one fsync on every node.
-func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
-		return
-	}
-	var batch [][]byte
-	if err := msgpack.Unmarshal(body, &batch); err != nil || len(batch) > maxForwardBatch {
-		http.Error(w, "not a batch of commands", http.StatusBadRequest)
-		return
-	}
-	cmds := make([]*fsm.Command, len(batch))
-	futures := make([]raft.ApplyFuture, len(batch))
-	replies := make([]applyReply, len(batch))
-	for i, data := range batch {
-		cmd, refused := n.admitCommand(data)
-		if refused != nil {
-			replies[i] = *refused
-			continue
-		}
-		cmds[i], futures[i] = cmd, n.startApply(r.Context(), data)
-	}
-	for i, f := range futures {
-		if f != nil {
-			replies[i] = resultReply(n.awaitApply(r.Context(), f, cmds[i]))
-		}
-	}
-	writeMsgpack(w, replies)
-}
-
 // admitCommand decodes a forwarded command and returns it, or the reply
 // that refuses it: this node does not lead or is closing, or the command
 // does not validate, is not one a follower sends, or would fill the disk.
@@ -206,10 +171,11 @@ func resultReply(res *fsm.Result, index uint64, err error) applyReply {
 const maxForwardSkew = time.Hour
 
 // checkForwarded refuses what no follower sends: a command that does not
-// decode, an Expire (only the leader's reaper proposes those, locally), or
+// decode, an Expire (only the leader's reaper proposes those, locally), a
+// Batch (the leader makes those of the commands forwarded to it), or
 // one whose clock is far from the leader's now.
 func checkForwarded(cmd *fsm.Command, now time.Time) error {
-	if cmd.Type == fsm.TypeExpire {
+	if cmd.Type == fsm.TypeExpire || cmd.Type == fsm.TypeBatch {
 		return fmt.Errorf("%w: %s is proposed by the leader only", fsm.ErrBadCommand, cmd.Type)
 	}
 	if skew := time.Duration(cmd.Now - now.UnixNano()).Abs(); skew > maxForwardSkew {
