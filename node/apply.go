@@ -76,7 +76,7 @@ func (n *Node) applyOnce(ctx context.Context, data []byte, t fsm.Type) (*fsm.Res
 // proposes only a command that decodes and validates, and whose type every
 // live member knows: nothing else ever reaches the log through pastenode.
 func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
-	cmd, err := n.checkCommand(data)
+	cmd, err := n.checkCommand(data, n.peerProtocol())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -120,8 +120,8 @@ func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes bool)
 }
 
 // checkCommand decodes data and refuses it unless it is a valid command
-// whose type the oldest live member's protocol knows.
-func (n *Node) checkCommand(data []byte) (*fsm.Command, error) {
+// whose type proto, the oldest live member's protocol (peerProtocol), knows.
+func (n *Node) checkCommand(data []byte, proto int) (*fsm.Command, error) {
 	if int64(len(data)) > n.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), n.cfg.MaxCommandBytes)
 	}
@@ -129,7 +129,7 @@ func (n *Node) checkCommand(data []byte) (*fsm.Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if need, have := fsm.Since(cmd.Type), n.peerProtocol(); need > have {
+	if need, have := fsm.Since(cmd.Type), proto; need > have {
 		return nil, fmt.Errorf("%w: %s needs protocol %d, a live member runs %d", ErrOldPeer, cmd.Type, need, have)
 	}
 	return cmd, nil

@@ -182,17 +182,20 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a batch of commands", http.StatusBadRequest)
 		return
 	}
+	// The members' protocol, asked once: each ask is a round trip through
+	// Raft's main loop (GetConfiguration).
+	proto := n.peerProtocol()
 	replies := make([]applyReply, len(batch))
 	var admitted []admittedCommand
 	for i, data := range batch {
-		cmd, refused := n.admitCommand(data)
+		cmd, refused := n.admitCommand(data, proto)
 		if refused != nil {
 			replies[i] = *refused
 			continue
 		}
 		admitted = append(admitted, admittedCommand{i, data, cmd})
 	}
-	if len(admitted) > 1 && n.peerProtocol() >= fsm.Since(fsm.TypeBatch) {
+	if len(admitted) > 1 && proto >= fsm.Since(fsm.TypeBatch) {
 		n.applyAsOne(r.Context(), admitted, replies)
 	} else {
 		n.applyEach(r.Context(), admitted, replies)

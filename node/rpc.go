@@ -121,7 +121,7 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	cmd, refused := n.admitCommand(data)
+	cmd, refused := n.admitCommand(data, n.peerProtocol())
 	if refused != nil {
 		writeMsgpack(w, refused)
 		return
@@ -133,14 +133,15 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 // admitCommand decodes a forwarded command and returns it, or the reply
 // that refuses it: this node does not lead or is closing, or the command
 // does not validate, is not one a follower sends, or would fill the disk.
-func (n *Node) admitCommand(data []byte) (*fsm.Command, *applyReply) {
+// proto is peerProtocol, which a batch asks once for all its commands.
+func (n *Node) admitCommand(data []byte, proto int) (*fsm.Command, *applyReply) {
 	switch {
 	case n.closing.Load():
 		return nil, &applyReply{Err: "closed"}
 	case n.raft.State() != raft.Leader:
 		return nil, &applyReply{Err: "not_leader"}
 	}
-	cmd, err := n.checkCommand(data)
+	cmd, err := n.checkCommand(data, proto)
 	if err == nil {
 		err = checkForwarded(cmd, time.Now())
 	}
