@@ -400,3 +400,31 @@ func TestForwardedCreatesSurviveALeaderChange(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardingFallsBackForAnOldLeader: a leader that does not serve the
+// batch call (404, an older version) still gets every write, one call each.
+func TestForwardingFallsBackForAnOldLeader(t *testing.T) {
+	nodes := openCluster(t, 3)
+	_, followers := leaderOf(t, nodes)
+	from := followers[0]
+	if err := from.roundTrip(context.Background(), http.MethodPost, "/internal/v1/no-such-call", nil, 1<<10, nil); !errors.Is(err, errNotServed) {
+		t.Fatalf("a call the leader does not serve: err = %v, want errNotServed", err)
+	}
+	batches := 0
+	from.forwards.send = func(context.Context, [][]byte) ([]applyReply, error) {
+		batches++ // one sender at a time here: creates run one after another
+		return nil, errNotServed
+	}
+	for i := range 3 {
+		p, err := from.Create(context.Background(), CreateRequest{Content: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatalf("create %d through an old leader: %v", i, err)
+		}
+		if _, ok := from.fsm.Get(p.ID, time.Now()); !ok {
+			t.Fatalf("paste %s not readable on %s once created", p.ID, from.ID())
+		}
+	}
+	if batches != 3 {
+		t.Fatalf("%d batch calls tried, want 3", batches)
+	}
+}
