@@ -13,16 +13,19 @@ import (
 // (the heap may grow to twice what is live before the next collection)
 // doubles the memory a node needs to hold its store. tuneGC rather keeps
 // the headroom near gcHeadroom, or a gcHeadroomShare of the live heap once
-// that is larger. Collections get more frequent but stay cheap: the
-// content, most of the heap, holds no pointers and is not scanned, and
-// the index is a few hundred bytes per paste. Measured with 100k creates
-// of 1 KiB on one node (150 MiB live at the end): RSS 326 MB rather than
-// 426, for 1.6 s more of collector CPU (assists and background marking,
-// GODEBUG=gctrace=1), about 16 µs per create, on top of the 120 µs a create
-// costs the node; a 64 MiB headroom took half of each. GOGC=100 in the
+// that is larger: the heap a node needs grows by an eighth, plus a few
+// MiB, instead of doubling. The runtime also keeps about a twentieth over
+// its heap goal from the OS, so a headroom counts about 1.05 times.
+//
+// The price is collector CPU, which a store's writes pay: measured with
+// 100k creates of 1 KiB on one node (150 MB live at the end), the process
+// took 18.9 s of CPU and ended at 221 MiB RSS with a 32 MiB floor (127
+// collections), 25.8 s and 200 MiB with the 16 MiB floor (261
+// collections), about 70 µs more per create; beyond 128 MiB live the
+// eighth applies and the floor no longer matters. GOGC=100 in the
 // environment restores the default.
 const (
-	gcHeadroom      = 32 << 20
+	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
 	gcMaxPercent    = 1000
 	// gcMemoryShare is the soft memory limit, as a share of the memory
@@ -79,8 +82,8 @@ func (t *gcTuner) tune() {
 }
 
 // gcPercent is the GOGC that gives a live heap of live bytes its headroom:
-// 32 MiB from 3.2 MiB live (below, GOGC stays at gcMaxPercent) up to 256
-// MiB live, then an eighth, GOGC 12. A small node thus collects every 32
+// 16 MiB from 1.6 MiB live (below, GOGC stays at gcMaxPercent) up to 128
+// MiB live, then an eighth, GOGC 12. A small node thus collects every 16
 // MiB allocated, not at the runtime's 4 MiB floor, where the collector
 // took about 1 µs of each raw read.
 func gcPercent(live uint64) int {
