@@ -355,7 +355,7 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore,
 	var err error
 	store, err := raftboltdb.New(raftboltdb.Options{
 		Path:        boltPath,
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true},
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
 	})
 	if errors.Is(err, bbolt.ErrTimeout) {
 		return nil, nil, fmt.Errorf("open raft log %s: locked: another pastenode runs on data dir %s", boltPath, n.cfg.DataDir)
