@@ -46,16 +46,7 @@ func TestBoltLogReleasesCompactedPages(t *testing.T) {
 	defer b.Close()
 
 	const entries = 16_000
-	data := make([]byte, 1024)
-	for first := uint64(1); first <= entries; first += 500 {
-		logs := make([]*raft.Log, 500)
-		for i := range logs {
-			logs[i] = &raft.Log{Index: first + uint64(i), Term: 1, Type: raft.LogCommand, Data: data}
-		}
-		if err := b.StoreLogs(logs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	data := storeEntries(t, b, entries, 500)
 	// Deleting through the bare store walks the pages and leaves them
 	// resident: the measurement can see them.
 	if err := b.BoltStore.DeleteRange(1, entries/2); err != nil {
@@ -117,16 +108,7 @@ func TestBoltLogReleasesAppendedPages(t *testing.T) {
 	}
 	b := &boltLog{BoltStore: store, path: path}
 	defer b.Close()
-	data := make([]byte, 1024)
-	for first := uint64(1); first <= 40_000; first += 100 {
-		logs := make([]*raft.Log, 100)
-		for i := range logs {
-			logs[i] = &raft.Log{Index: first + uint64(i), Term: 1, Type: raft.LogCommand, Data: data}
-		}
-		if err := b.StoreLogs(logs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeEntries(t, b, 40_000, 100)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -136,4 +118,21 @@ func TestBoltLogReleasesAppendedPages(t *testing.T) {
 	if limit := 2 * releaseEvery >> 10; resident > limit {
 		t.Fatalf("%d KiB of raft.db resident after appending, want at most %d", resident, limit)
 	}
+}
+
+// storeEntries stores entries of 1 KiB from index 1 to n in b, per to a
+// call, and returns their data.
+func storeEntries(t *testing.T, b *boltLog, n, per int) []byte {
+	t.Helper()
+	data := make([]byte, 1024)
+	for first := 1; first <= n; first += per {
+		logs := make([]*raft.Log, per)
+		for i := range logs {
+			logs[i] = &raft.Log{Index: uint64(first + i), Term: 1, Type: raft.LogCommand, Data: data}
+		}
+		if err := b.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
 }

@@ -228,14 +228,7 @@ func TestBodyDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	c := serveGet(t, srv, ln)
 	if timedOut := <-deadlines; timedOut {
 		t.Fatal("a request without a body timed out")
 	}
@@ -260,4 +253,19 @@ func TestTLSWriteTimeout(t *testing.T) {
 	if srv.TLSConfig == nil || srv.WriteTimeout != publicLimits.stall {
 		t.Errorf("TLS config %v, WriteTimeout %s: want %s", srv.TLSConfig, srv.WriteTimeout, publicLimits.stall)
 	}
+}
+
+// serveGet serves srv on ln until the test ends, and returns a connection
+// to it that has sent one GET / request.
+func serveGet(t *testing.T, srv *http.Server, ln net.Listener) net.Conn {
+	t.Helper()
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	return c
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -34,14 +32,7 @@ func TestStallLimit(t *testing.T) {
 	if srv.WriteTimeout != 0 {
 		t.Fatalf("WriteTimeout %s: want none on Linux, the socket limits stalls", srv.WriteTimeout)
 	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	serveGet(t, srv, ln) // and read nothing of the answer
 	select {
 	case err := <-failed:
 		if err == nil {
