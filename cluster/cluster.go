@@ -338,18 +338,27 @@ func (c *Cluster) Members() []pastenode.Member {
 // MinProtocol returns the lowest command protocol among this node, the live
 // gossip members, and the Raft servers as gossip last described them (a
 // voter that is down now comes back with the version it had, unless it was
-// upgraded meanwhile, which gossip then reports). The node proposes no
-// command type newer than that (node.SetPeerProtocol), so that an old
-// follower never meets a command it cannot apply during a rolling upgrade.
+// upgraded meanwhile, which gossip then reports). A Raft server that gossip
+// has not described since this process started (Raft opens before gossip
+// joins) may run any version, so it counts as protocol 1. The node
+// proposes no command type newer than that (node.SetPeerProtocol), so that
+// an old follower never meets a command it cannot apply during a rolling
+// upgrade.
 func (c *Cluster) MinProtocol() int {
 	servers, _ := c.node.Servers()
 	inRaft := make(map[string]bool, len(servers))
 	for _, s := range servers {
 		inRaft[s.ID] = true
 	}
+	self := c.node.ID()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	low := protocolOf(c.self)
+	for id := range inRaft {
+		if _, known := c.members[id]; !known && id != self {
+			return 1
+		}
+	}
 	for id, m := range c.members {
 		if m.state == "alive" || inRaft[id] {
 			low = min(low, protocolOf(m.meta))

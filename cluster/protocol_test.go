@@ -60,6 +60,24 @@ type serversOnly struct {
 
 func (s *serversOnly) Servers() ([]node.Server, error) { return s.servers, nil }
 
+func (s *serversOnly) ID() string { return "self" }
+
+// TestMinProtocolCountsUndescribedVoters: right after a start, Raft knows
+// its voters before gossip has described them; until it does, they may run
+// any version, so they hold the protocol at 1.
+func TestMinProtocolCountsUndescribedVoters(t *testing.T) {
+	raftServers := &serversOnly{servers: []node.Server{{ID: "self"}, {ID: "peer"}}}
+	c := &Cluster{self: meta{Protocol: fsm.ProtocolVersion}, members: map[string]*member{}, node: raftServers,
+		wake: make(chan struct{}, 1), peersWake: make(chan struct{}, 1), log: slog.New(slog.DiscardHandler)}
+	if got := c.MinProtocol(); got != 1 {
+		t.Fatalf("a voter gossip has not described: MinProtocol = %d, want 1", got)
+	}
+	(*events)(c).NotifyJoin(&memberlist.Node{Name: "peer", Meta: mustMeta(t, meta{Protocol: fsm.ProtocolVersion})})
+	if got := c.MinProtocol(); got != fsm.ProtocolVersion {
+		t.Fatalf("once gossip describes it: MinProtocol = %d, want %d", got, fsm.ProtocolVersion)
+	}
+}
+
 func mustMeta(t *testing.T, m meta) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(&m)

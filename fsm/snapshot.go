@@ -24,7 +24,7 @@ import (
 // at the next start, so both directions count. S2 has no entropy coding,
 // and is the quicker for it: measured on this machine, 100k pastes of 1
 // KiB of base64 take 109 MB in S2 against 85 MB in zstd (its fastest
-// level, the version 2 before this one), and 32 MiB of Go source keep 26%
+// level, the other candidate), and 32 MiB of Go source keep 26%
 // of their bytes against 18%; but S2 wrote that source in 109 ms and read
 // it in 40 ms where zstd took 165 and 62, and a whole snapshot (records
 // included) is written 5 times and restored 3.5 times as fast. Disk is
@@ -198,8 +198,8 @@ func openSnapshot(br *bufio.Reader) (io.Reader, byte, error) {
 
 // decodeState decodes the header and the records that follow it. The
 // pastes, nearly all of a snapshot, are decoded on one core while this
-// goroutine seals and inserts them, which halves the work of each core
-// (decoding is about two thirds of it).
+// goroutine seals and inserts them, so that decoding, about two thirds of
+// the work, has a core to itself.
 func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {

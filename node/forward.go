@@ -182,8 +182,8 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a batch of commands", http.StatusBadRequest)
 		return
 	}
-	// The members' protocol, asked once: each ask is a round trip through
-	// Raft's main loop (GetConfiguration).
+	// The members' protocol, asked once for the whole call: each ask
+	// reads the Raft configuration and walks the gossip members.
 	proto := n.peerProtocol()
 	replies := make([]applyReply, len(batch))
 	var admitted []admittedCommand
