@@ -52,7 +52,7 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if !socketStallLimit {
+	if !socketStallLimit() {
 		srv.WriteTimeout = l.stall
 	}
 	return srv
@@ -83,7 +83,7 @@ func withBodyDeadline(h http.Handler, d time.Duration) http.Handler {
 // l.stall, where the platform allows it (see setStallLimit).
 func (l httpLimits) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || !socketStallLimit {
+	if err != nil || !socketStallLimit() {
 		return ln, err
 	}
 	return &stallListener{Listener: ln, stall: l.stall}, nil

@@ -3,13 +3,24 @@ package main
 import (
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// socketStallLimit: Linux closes a stalled connection itself.
-const socketStallLimit = true
+// socketStallLimit reports whether the kernel closes a stalled connection
+// itself: Linux does, unless a sandbox refuses TCP_USER_TIMEOUT (gVisor,
+// a seccomp profile), which a throwaway socket finds out once. Where it
+// does not, the server's WriteTimeout limits answers instead.
+var socketStallLimit = sync.OnceValue(func() bool {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, 1000) == nil
+})
 
 // setStallLimit sets TCP_USER_TIMEOUT on c: the kernel closes the
 // connection once bytes sent on it have stayed unacknowledged, or unsent
