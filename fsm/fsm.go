@@ -74,6 +74,9 @@ type FSM struct {
 	changed chan struct{} // closed and replaced after every apply
 
 	appliedBytes atomic.Int64
+	// sinceSnapshot counts the commands applied since the last snapshot
+	// Raft took or restored, those inside a batch entry one by one.
+	sinceSnapshot atomic.Int64
 	log          *slog.Logger
 	peerProto    atomic.Pointer[func() int] // see SetPeerProtocol
 }
@@ -128,6 +131,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 			continue
 		}
 		out[i] = tx.apply(c)
+		f.sinceSnapshot.Add(int64(max(1, len(c.Batch))))
 	}
 	f.publish(tx.commit())
 	return out
@@ -426,6 +430,7 @@ func (ts *Tombstone) withoutPaste() *Tombstone {
 // Snapshot captures the current state. It copies nothing: the state is
 // immutable, so Persist can stream it while applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.sinceSnapshot.Store(0)
 	return f.capture(), nil
 }
 
@@ -455,6 +460,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.publish(s)
+	f.sinceSnapshot.Store(0)
 	f.log.Info("restored snapshot", "index", s.index, "pastes", s.count, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
@@ -482,6 +488,11 @@ func (f *FSM) NextDue() int64 {
 	}
 	return next
 }
+
+// CommandsSinceSnapshot returns how many commands were applied since Raft
+// last took or restored a snapshot (or since the FSM was created): what a
+// start would replay after that snapshot.
+func (f *FSM) CommandsSinceSnapshot() int64 { return f.sinceSnapshot.Load() }
 
 // AppliedBytes returns the total size of the command entries applied since
 // the FSM was created. The node snapshots when it grows by too much.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,34 @@ type forwarder struct {
 	mu      sync.Mutex
 	queue   []*forwarded
 	senders int // goroutines sending calls
+	// calls is the context of the calls in flight, cancelled when the
+	// leader changes (leaderChanged); nil until the next call makes one.
+	calls  context.Context
+	cancel context.CancelFunc
+}
+
+// leaderChanged ends the calls in flight: they went to a leader that is no
+// longer one, and one that is cut off would otherwise hold every command
+// queued behind it until its deadline. Their commands fail as unreachable,
+// and their callers retry them, with the same request ids, at the new
+// leader.
+func (f *forwarder) leaderChanged() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil {
+		f.cancel()
+		f.calls, f.cancel = nil, nil
+	}
+}
+
+// callContext returns the context the next call derives from.
+func (f *forwarder) callContext() context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls, f.cancel = context.WithCancel(context.Background())
+	}
+	return f.calls
 }
 
 // forwarded is one command waiting for the leader's reply.
@@ -120,7 +149,9 @@ func (f *forwarder) take() []*forwarded {
 	}
 	batch := make([]*forwarded, n)
 	copy(batch, f.queue)
-	f.queue = append(f.queue[:0], f.queue[n:]...)
+	// Delete clears the slots it vacates, so that no command's bytes stay
+	// reachable from the queue once sent.
+	f.queue = slices.Delete(f.queue, 0, n)
 	return batch
 }
 
@@ -149,7 +180,7 @@ func (f *forwarder) deliver(batch []*forwarded) {
 			deadline = dl
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(f.callContext(), deadline)
 	replies, err := f.send(ctx, data)
 	cancel()
 	if err == nil && len(replies) != len(live) {

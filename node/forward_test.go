@@ -209,6 +209,28 @@ func TestForwarderDropsCancelledCommands(t *testing.T) {
 	}
 }
 
+// TestForwarderEndsCallsWhenTheLeaderChanges: calls stuck at a leader that
+// no longer is one end at the change, and the commands queued behind them
+// go out in a new call, instead of all waiting for the stuck calls'
+// deadlines.
+func TestForwarderEndsCallsWhenTheLeaderChanges(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	queued := forwardAsync(context.Background(), f, "queued")
+	waitQueued(t, f, 1)
+	f.leaderChanged()
+	for range maxForwardCalls {
+		if r := <-first; !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("a call in flight at the change: err = %v, want it cancelled", r.err)
+		}
+	}
+	<-leader.started // the queued command's call, at the new leader
+	close(leader.release)
+	if r := <-queued; r.err != nil || r.reply.Msg != "queued" {
+		t.Fatalf("forward(queued) = %+v, %v", r.reply, r.err)
+	}
+}
+
 func TestForwarderFailsEveryCommandOfAFailedCall(t *testing.T) {
 	tests := []struct {
 		name string

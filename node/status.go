@@ -53,8 +53,11 @@ func (n *Node) LeaderChanges() uint64 { return n.leaderChanges.Load() }
 // written and needs no reader.
 func (n *Node) countLeaderChanges() {
 	n.raft.RegisterObserver(raft.NewObserver(make(chan raft.Observation), false, func(o *raft.Observation) bool {
-		if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
-			n.leaderChanges.Add(1)
+		if lo, ok := o.Data.(raft.LeaderObservation); ok {
+			n.forwards.leaderChanged()
+			if lo.LeaderID != "" {
+				n.leaderChanges.Add(1)
+			}
 		}
 		return false
 	}))
