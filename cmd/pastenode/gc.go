@@ -18,12 +18,14 @@ import (
 // its heap goal from the OS, so a headroom counts about 1.05 times.
 //
 // The price is collector CPU, which a store's writes pay: measured with
-// 100k creates of 1 KiB on one node (150 MB live at the end), the process
-// took 18.9 s of CPU and ended at 221 MiB RSS with a 32 MiB floor (127
-// collections), 25.8 s and 200 MiB with the 16 MiB floor (261
-// collections), about 70 µs more per create; beyond 128 MiB live the
-// eighth applies and the floor no longer matters. GOGC=100 in the
-// environment restores the default.
+// 100k creates of 1 KiB from 32 clients on one node (150 MB live at the
+// end, bolt's hash-map freelist), the process took 13.2 s of CPU and ended
+// at 214 MiB RSS with a 32 MiB floor (102 collections), 16.1 s and 198 MiB
+// with the 16 MiB floor (209 collections): about 29 µs more per create; a
+// 3-node cluster took creates through a follower about a sixth slower
+// (make bench's creates row, 0.95x etcd rather than 1.13x). Beyond 128
+// MiB live the eighth applies and the floor no longer matters. GOGC=100
+// in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
