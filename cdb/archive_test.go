@@ -396,6 +396,7 @@ func TestArchiveWriterErrors(t *testing.T) {
 		{"host without path", func() error { return aw.AddFile("://host", 200, nil, nil) }, ErrInvalidPath},
 		{"empty host", func() error { return aw.AddFile(":///a", 200, nil, nil) }, ErrInvalidPath},
 		{"duplicate", func() error { return aw.AddFile("/taken", 200, nil, nil) }, ErrDuplicatePath},
+		{"zero entry", func() error { return aw.Add(Entry{}) }, ErrInvalidPath},
 		{"duplicate entry", func() error {
 			e, err := NewFile("/taken", 200, nil, nil)
 			if err != nil {

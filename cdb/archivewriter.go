@@ -121,6 +121,9 @@ func (a *ArchiveWriter) Add(e Entry) error {
 	if a.closed {
 		return ErrClosed
 	}
+	if len(e.key) < 3 {
+		return fmt.Errorf("%w: Add takes an entry made by NewFile", ErrInvalidPath)
+	}
 	if _, dup := a.keys[e.key]; dup {
 		return fmt.Errorf("%s: %w", e.key, ErrDuplicatePath)
 	}
