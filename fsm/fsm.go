@@ -77,8 +77,8 @@ type FSM struct {
 	// sinceSnapshot counts the commands applied since the last snapshot
 	// Raft took or restored, those inside a batch entry one by one.
 	sinceSnapshot atomic.Int64
-	log          *slog.Logger
-	peerProto    atomic.Pointer[func() int] // see SetPeerProtocol
+	log           *slog.Logger
+	peerProto     atomic.Pointer[func() int] // see SetPeerProtocol
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
