@@ -37,13 +37,7 @@ func TestMappingOf(t *testing.T) {
 // that the node no longer holds the file's pages: deleting the range read
 // every one of them through bolt's mapping.
 func TestBoltLogReleasesCompactedPages(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &boltLog{BoltStore: store, path: path}
-	defer b.Close()
+	b, path := openBoltLog(t)
 
 	const entries = 16_000
 	data := storeEntries(t, b, entries, 500)
@@ -101,13 +95,7 @@ func residentKiB(t *testing.T, path string) int {
 // TestBoltLogReleasesAppendedPages checks that appending alone does not
 // pile the log's pages up in the node.
 func TestBoltLogReleasesAppendedPages(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &boltLog{BoltStore: store, path: path}
-	defer b.Close()
+	b, path := openBoltLog(t)
 	storeEntries(t, b, 40_000, 100)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -135,4 +123,17 @@ func storeEntries(t *testing.T, b *boltLog, n, per int) []byte {
 		}
 	}
 	return data
+}
+
+// openBoltLog opens a boltLog on a new file, closed when the test ends.
+func openBoltLog(t *testing.T) (*boltLog, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &boltLog{BoltStore: store, path: path}
+	t.Cleanup(func() { b.Close() })
+	return b, path
 }
