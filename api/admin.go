@@ -141,7 +141,12 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
+	done := func() {}
+	if s.cfg.ExportStarted != nil {
+		done = s.cfg.ExportStarted()
+	}
 	st, err := s.buildExport(w, r, f, pages, start)
+	done()
 	if err != nil {
 		s.error(w, r, err)
 		return

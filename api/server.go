@@ -92,6 +92,11 @@ type Config struct {
 	// BasePath is the path prefix every route lives under, as "/paste";
 	// "" serves at the root.
 	BasePath string
+	// ExportStarted, when set, is called as an export starts building,
+	// and the function it returns once the build has ended: a node lets
+	// the garbage collector's headroom grow meanwhile, as an export
+	// allocates its buffers at a rate no other call does.
+	ExportStarted func() (done func())
 }
 
 // Validate checks c and fills in defaults.

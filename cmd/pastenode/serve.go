@@ -144,6 +144,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		// The old pastebins' --uri-prefix and default expiry.
 		BasePath:      c.BasePath,
 		DefaultExpire: c.DefaultExpire,
+		ExportStarted: holdHeadroom,
 	})
 	if err != nil {
 		return nil, usageError{err}
