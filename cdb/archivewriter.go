@@ -39,6 +39,16 @@ func NewArchive(w io.WriteSeeker) (*ArchiveWriter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startArchive(cw)
+}
+
+// NewTailArchive starts an archive written to w in tail order (see
+// NewTailWriter): its last TailSize bytes belong at its start.
+func NewTailArchive(w io.Writer) (*ArchiveWriter, error) {
+	return startArchive(NewTailWriter(w))
+}
+
+func startArchive(cw *Writer) (*ArchiveWriter, error) {
 	if err := cw.Put([]byte(schemaKey), []byte(schemaVersion)); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -139,6 +140,35 @@ func TestRoundTrip(t *testing.T) {
 			}
 			checkRecords(t, r, tt.records, tt.missing...)
 		})
+	}
+}
+
+// TestTailWriter checks that a file written in tail order is, once its
+// last TailSize bytes are moved to its front, the file NewWriter writes.
+func TestTailWriter(t *testing.T) {
+	var many []record
+	for i := range 1000 {
+		many = append(many, record{fmt.Sprintf("key/%d", i), fmt.Sprint(i)})
+	}
+	for _, records := range [][]record{nil, {{"k", "v"}}, many} {
+		var tail bytes.Buffer
+		w := NewTailWriter(&tail)
+		for _, rec := range records {
+			if err := w.Put([]byte(rec.key), []byte(rec.value)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b := tail.Bytes()
+		if len(b) < TailSize {
+			t.Fatalf("%d records: %d bytes in tail order, want at least %d", len(records), len(b), TailSize)
+		}
+		moved := append(slices.Clone(b[len(b)-TailSize:]), b[:len(b)-TailSize]...)
+		if want := writeCDB(t, records); !bytes.Equal(moved, want) {
+			t.Errorf("%d records: the tail-order file with its tail moved to the front differs from NewWriter's", len(records))
+		}
 	}
 }
 

@@ -7,14 +7,15 @@ import (
 	"io"
 )
 
-// Writer streams a CDB file to an io.WriteSeeker. Records go straight to
-// the underlying writer through a buffer; only the hash and offset of each
-// record (8 bytes) stay in memory until Close builds the hash tables.
+// Writer streams a CDB file to an io.WriteSeeker, or in tail order to an
+// io.Writer (NewTailWriter). Records go straight to the underlying writer
+// through a buffer; only the hash and offset of each record (8 bytes) stay
+// in memory until Close builds the hash tables.
 //
 // A Writer is not safe for concurrent use. Keys are not deduplicated: if a
 // key is put twice, readers find the first value.
 type Writer struct {
-	w     io.WriteSeeker
+	w     io.WriteSeeker // nil in tail order
 	bw    *bufio.Writer
 	base  int64  // position in w where the file starts
 	pos   uint64 // offset of the next record, relative to base
@@ -41,6 +42,19 @@ func NewWriter(w io.WriteSeeker) (*Writer, error) {
 		return nil, fmt.Errorf("cdb: write header: %w", err)
 	}
 	return &Writer{w: w, bw: bw, base: base, pos: headerSize, limit: MaxSize}, nil
+}
+
+// TailSize is how many bytes a file written in tail order ends with that
+// belong at its start: the table directory.
+const TailSize = headerSize
+
+// NewTailWriter writes a CDB file to w in tail order, for a writer that
+// cannot seek, such as an HTTP answer: first the file from offset TailSize
+// on, then its first TailSize bytes, which only Close knows. Moving the
+// last TailSize bytes of what w got to its front gives the file NewWriter
+// would have written.
+func NewTailWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriterSize(w, 64<<10), pos: headerSize, limit: MaxSize}
 }
 
 // Put appends a record. It returns ErrZeroHash for a key whose hash is 0
@@ -74,7 +88,8 @@ func (w *Writer) Put(key, value []byte) error {
 }
 
 // Close writes the hash tables and the header. It does not close the
-// underlying writer, and leaves its position at the end of the file.
+// underlying writer, and leaves its position at the end of the file (in
+// tail order, after the header).
 func (w *Writer) Close() error {
 	if w.err != nil {
 		return w.err
@@ -136,6 +151,15 @@ func (w *Writer) finish() error {
 			return err
 		}
 		pos += 8 * uint64(n)
+	}
+	if w.w == nil { // tail order: the header comes last
+		if err := w.write(header[:]); err != nil {
+			return err
+		}
+		if err := w.bw.Flush(); err != nil {
+			return w.fail(err)
+		}
+		return nil
 	}
 	if err := w.bw.Flush(); err != nil {
 		return w.fail(err)
