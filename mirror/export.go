@@ -61,11 +61,28 @@ func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui
 // not nil, the pastes written so far, for a caller that reports progress
 // from another goroutine.
 func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
-	st := ExportStats{Index: view.Index()}
 	aw, err := cdb.NewArchive(w)
 	if err != nil {
-		return st, fmt.Errorf("export: %w", err)
+		return ExportStats{Index: view.Index()}, fmt.Errorf("export: %w", err)
 	}
+	return writeArchive(ctx, aw, view, pages, now, done)
+}
+
+// WriteExportTail is WriteExportProgress to a writer that cannot seek,
+// such as an HTTP answer, in tail order (cdb.NewTailWriter): the archive
+// from its byte cdb.TailSize on, then its first cdb.TailSize bytes. The
+// archive's first bytes go out at once, rather than after the whole of it
+// is built.
+func WriteExportTail(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
+	aw, err := cdb.NewTailArchive(w)
+	if err != nil {
+		return ExportStats{Index: view.Index()}, fmt.Errorf("export: %w", err)
+	}
+	return writeArchive(ctx, aw, view, pages, now, done)
+}
+
+func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
+	st := ExportStats{Index: view.Index()}
 	e := newExporter(pages, now, done)
 	site, err := e.site()
 	if err == nil {

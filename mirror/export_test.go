@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +164,23 @@ func TestExport(t *testing.T) {
 		b, _ := os.ReadFile(again)
 		if !bytes.Equal(a, b) {
 			t.Errorf("two exports of one view at one time differ (%d and %d bytes)", len(a), len(b))
+		}
+	})
+
+	t.Run("tail order", func(t *testing.T) {
+		var tail bytes.Buffer
+		var done atomic.Int64
+		st, err := WriteExportTail(context.Background(), &tail, f.View(), mirrorPages(t), now, &done)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != want || done.Load() != int64(want.Pastes) {
+			t.Errorf("stats %+v, %d counted; want %+v, %d", st, done.Load(), want, want.Pastes)
+		}
+		b := tail.Bytes()
+		moved := append(slices.Clone(b[len(b)-cdb.TailSize:]), b[:len(b)-cdb.TailSize]...)
+		if file, _ := os.ReadFile(path); !bytes.Equal(moved, file) {
+			t.Errorf("the tail-order export with its tail moved to the front differs from the file (%d and %d bytes)", len(moved), len(file))
 		}
 	})
 
