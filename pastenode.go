@@ -102,3 +102,16 @@ type JoinRequest struct {
 type ErrorBody struct {
 	Error string `json:"error"`
 }
+
+// ExportTailType is the media type of an export in tail order: the CDB
+// file from its byte ExportTailSize on, then its first ExportTailSize
+// bytes, the table directory, which the server knows only once it has
+// built the rest. A client that can write its file out of order asks for
+// it with Accept: it gets the archive's bytes as the server makes them,
+// rather than once the whole archive is made, and the paste count as the
+// trailer X-Export-Pastes.
+const ExportTailType = "application/vnd.pastenode.cdb-tail"
+
+// ExportTailSize is the length of the tail that an export in tail order
+// ends with, which belongs at the front of the file.
+const ExportTailSize = 2048

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,7 +30,11 @@ import (
 func TestExportRoute(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the export's temporary file goes
-	tn := startNode(t, Config{})
+	var started, ended atomic.Int32
+	tn := startNode(t, Config{ExportStarted: func() func() {
+		started.Add(1)
+		return func() { ended.Add(1) }
+	}})
 	ids := map[string][]byte{}
 	for _, content := range [][]byte{[]byte("first\n"), {0xff, 0xfe, 0, 1}, bytes.Repeat([]byte("long line\n"), 1000)} {
 		id, _ := create(t, tn.URL, content, "")
@@ -62,27 +68,47 @@ func TestExportRoute(t *testing.T) {
 		return nil
 	})
 
-	path := filepath.Join(t.TempDir(), "export.cdb")
-	if err := os.WriteFile(path, r.body, 0o644); err != nil {
-		t.Fatal(err)
+	// pastectl's ask: the archive in tail order, as it is built.
+	tail := do(t, http.MethodGet, tn.URL+"/api/v1/export.cdb", nil, append(slices.Clone(asAdmin), "Accept", pastenode.ExportTailType)...)
+	tail.wantStatus(t, http.StatusOK)
+	if got := tail.Header.Get("Content-Type"); got != pastenode.ExportTailType {
+		t.Errorf("Content-Type in tail order: got %q", got)
 	}
-	m, err := mirror.New(mirror.Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
+	if got := tail.Trailer.Get("X-Export-Pastes"); got != "4" {
+		t.Errorf("X-Export-Pastes trailer in tail order: got %q, want 4", got)
 	}
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
+	if len(tail.body) < pastenode.ExportTailSize {
+		t.Fatalf("export in tail order: %d bytes", len(tail.body))
 	}
-	defer m.Close()
-	h := m.Handler()
-	for id, content := range ids {
-		if got := serve(h, http.MethodGet, "/"+id); got.Code != 200 || !bytes.Equal(got.Body.Bytes(), content) {
-			t.Errorf("mirror /%s: got %d with %d bytes, want the exact %d", id, got.Code, got.Body.Len(), len(content))
+	cut := len(tail.body) - pastenode.ExportTailSize
+	tailFile := append(slices.Clone(tail.body[cut:]), tail.body[:cut]...)
+	if started.Load() != 3 || ended.Load() != 3 { // HEAD, GET and GET in tail order
+		t.Errorf("ExportStarted: %d calls, %d ended; want 3 and 3", started.Load(), ended.Load())
+	}
+
+	for name, body := range map[string][]byte{"export": r.body, "export in tail order": tailFile} {
+		path := filepath.Join(t.TempDir(), "export.cdb")
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		wantSameAsLive(t, h, tn.URL, id)
-	}
-	if got := serve(h, http.MethodGet, "/raw/"+burn); got.Code != http.StatusNotFound {
-		t.Errorf("burn paste in the mirror: got %d, want 404", got.Code)
+		m, err := mirror.New(mirror.Config{Path: path})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		h := m.Handler()
+		for id, content := range ids {
+			if got := serve(h, http.MethodGet, "/"+id); got.Code != 200 || !bytes.Equal(got.Body.Bytes(), content) {
+				t.Errorf("%s: mirror /%s: got %d with %d bytes, want the exact %d", name, id, got.Code, got.Body.Len(), len(content))
+			}
+			wantSameAsLive(t, h, tn.URL, id)
+		}
+		if got := serve(h, http.MethodGet, "/raw/"+burn); got.Code != http.StatusNotFound {
+			t.Errorf("%s: burn paste in the mirror: got %d, want 404", name, got.Code)
+		}
 	}
 	// The export did not consume the burn paste.
 	do(t, http.MethodGet, tn.URL+"/raw/"+burn, nil).wantStatus(t, http.StatusOK)
@@ -205,4 +231,40 @@ type progressFile struct {
 func (f *progressFile) SetExportPastes(n int64) { f.pastes = n }
 func (f *progressFile) ExportProgress(done, total int64) {
 	f.progress = append(f.progress, [2]int64{done, total})
+}
+
+// TestExportTailFails checks that an export in tail order that fails
+// before its first byte is an error answer, and one that fails after it
+// cuts the connection: pastectl's file is never a short archive.
+func TestExportTailFails(t *testing.T) {
+	old := writeExportTail
+	t.Cleanup(func() { writeExportTail = old })
+	tn := startNode(t, Config{})
+	create(t, tn.URL, []byte("a paste\n"), "")
+	cl, err := client.New([]string{tn.URL}, client.Options{AdminToken: testAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sent := range []int{0, 200 << 10} {
+		writeExportTail = func(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (mirror.ExportStats, error) {
+			if _, err := w.Write(make([]byte, sent)); err != nil {
+				return mirror.ExportStats{}, err
+			}
+			return mirror.ExportStats{}, errors.New("disk on fire")
+		}
+		f, err := os.Create(filepath.Join(t.TempDir(), "export.cdb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cl.Export(t.Context(), f, nil)
+		f.Close()
+		if err == nil {
+			t.Fatalf("an export that failed after %d bytes: no error", sent)
+		}
+		if sent == 0 && !strings.Contains(err.Error(), "500") {
+			t.Errorf("an export that failed before its first byte: %v, want a 500", err)
+		}
+	}
+	// The node goes on serving.
+	do(t, http.MethodGet, tn.URL+"/healthz", nil).wantStatus(t, http.StatusOK)
 }

@@ -215,10 +215,19 @@ func (c *Client) Ready(ctx context.Context) error {
 // progress report the server sends while it builds the export (pastes
 // written so far, pastes in the store), before the first byte.
 //
+// If w is also an io.WriterAt, such as an *os.File, Export asks for the
+// export in tail order (pastenode.ExportTailType), which the server sends
+// as it builds it, and puts the tail in its place at the front of w: w
+// gets the file's bytes from the first second on, and the same file.
+//
 // The Client's Timeout bounds each silence of the server, not the export.
 func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (int64, error) {
 	var n int64
 	cl := call{method: http.MethodGet, path: "/api/v1/export.cdb", stream: true}
+	wa, outOfOrder := w.(io.WriterAt)
+	if outOfOrder {
+		cl.accept = pastenode.ExportTailType + ", application/octet-stream;q=0.5"
+	}
 	if p, ok := w.(interface{ ExportProgress(pastes, total int64) }); ok {
 		cl.informational = func(code int, h http.Header) {
 			done, total, ok := strings.Cut(h.Get("X-Export-Progress"), "/")
@@ -232,7 +241,16 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 	err := c.do(ctx, cl,
 		func(resp *http.Response) error {
 			total := resp.ContentLength
-			pw := &progressWriter{w: w, total: total, progress: progress}
+			var tail *tailWriter
+			dst := w
+			if outOfOrder && isTail(resp.Header) {
+				tail = &tailWriter{w: w}
+				if err := tail.start(); err != nil {
+					return err
+				}
+				dst = tail
+			}
+			pw := &progressWriter{w: dst, total: total, progress: progress}
 			if progress != nil {
 				progress(0, total)
 			}
@@ -240,6 +258,11 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 			n, err = pw.copyFrom(resp.Body)
 			if err != nil {
 				return err
+			}
+			if tail != nil {
+				if err := tail.finish(wa); err != nil {
+					return err
+				}
 			}
 			if s, ok := w.(interface{ SetExportPastes(int64) }); ok {
 				v := resp.Trailer.Get("X-Export-Pastes")
@@ -256,6 +279,59 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 		return n, fmt.Errorf("export: %w", err)
 	}
 	return n, nil
+}
+
+func isTail(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == pastenode.ExportTailType
+}
+
+// tailWriter writes an export in tail order to w as the file it stands
+// for: a placeholder for the tail first, then every byte but the last
+// pastenode.ExportTailSize, which it holds back and finish writes at the
+// front.
+type tailWriter struct {
+	w    io.Writer
+	held []byte // the last bytes written, at most ExportTailSize
+}
+
+func (t *tailWriter) start() error {
+	_, err := t.w.Write(make([]byte, pastenode.ExportTailSize))
+	return err
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	const size = pastenode.ExportTailSize
+	if len(t.held)+len(p) <= size {
+		t.held = append(t.held, p...)
+		return len(p), nil
+	}
+	// Everything but the last size bytes of held and p goes out.
+	out := len(t.held) + len(p) - size
+	if out <= len(t.held) {
+		if _, err := t.w.Write(t.held[:out]); err != nil {
+			return 0, err
+		}
+		t.held = append(t.held[:copy(t.held, t.held[out:])], p...)
+		return len(p), nil
+	}
+	if _, err := t.w.Write(t.held); err != nil {
+		return 0, err
+	}
+	if _, err := t.w.Write(p[:out-len(t.held)]); err != nil {
+		return 0, err
+	}
+	t.held = append(t.held[:0], p[out-len(t.held):]...)
+	return len(p), nil
+}
+
+// finish writes the tail at the front of the file, through wa.
+func (t *tailWriter) finish(wa io.WriterAt) error {
+	if len(t.held) != pastenode.ExportTailSize {
+		return fmt.Errorf("an export of %d bytes in tail order is shorter than its tail", len(t.held))
+	}
+	_, err := wa.WriteAt(t.held, 0)
+	return err
 }
 
 // progressWriter reports the bytes written through it to progress.

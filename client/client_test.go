@@ -9,6 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +382,69 @@ func TestNewAddrs(t *testing.T) {
 		if _, err := client.New(addrs, client.Options{}); err == nil {
 			t.Errorf("New(%q): got no error", addrs)
 		}
+	}
+}
+
+// TestClientExportTail checks that Export asks a writer that can write out
+// of order for the export in tail order and writes the file it stands
+// for, in whatever pieces the answer comes; that it takes an answer in the
+// usual order from a server that ignores the ask; and that an answer
+// shorter than its tail is an error.
+func TestClientExportTail(t *testing.T) {
+	file := make([]byte, 3*pastenode.ExportTailSize+123)
+	for i := range file {
+		file[i] = byte(i * 7)
+	}
+	size := pastenode.ExportTailSize
+	tailOrder := append(slices.Clone(file[size:]), file[:size]...)
+	for _, tt := range []struct {
+		name   string
+		tail   bool // the server knows tail order
+		body   []byte
+		pieces []int // lengths the body is flushed in
+		want   []byte
+	}{
+		{"tail order, one piece", true, tailOrder, nil, file},
+		{"tail order, small pieces", true, tailOrder, []int{1, 10, size - 5, size + 7, 3, 2 * size}, file},
+		{"old server", false, file, []int{100}, file},
+		{"tail order, cut short", true, tailOrder[:size-1], nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.tail && strings.Contains(r.Header.Get("Accept"), pastenode.ExportTailType) {
+					w.Header().Set("Content-Type", pastenode.ExportTailType)
+				}
+				body := tt.body
+				for _, n := range tt.pieces {
+					n = min(n, len(body))
+					w.Write(body[:n])
+					w.(http.Flusher).Flush()
+					body = body[n:]
+				}
+				w.Write(body)
+			})
+			f, err := os.Create(filepath.Join(t.TempDir(), "export.cdb"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			n, err := newClient(t, []string{url}, client.Options{}).Export(context.Background(), f, nil)
+			if tt.want == nil {
+				if err == nil {
+					t.Fatal("Export of an answer shorter than its tail: no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Export: %v", err)
+			}
+			got, err := os.ReadFile(f.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != int64(len(tt.want)) || !bytes.Equal(got, tt.want) {
+				t.Errorf("Export wrote %d bytes (returned %d), not the file of %d bytes", len(got), n, len(tt.want))
+			}
+		})
 	}
 }

@@ -21,8 +21,10 @@ func (c *cli) exportCommand() *cobra.Command {
 		Short: "Write a CDB export of every live paste",
 		Long: "export streams the cluster's CDB export into FILE.tmp next to FILE, syncs it\n" +
 			"and renames it to FILE, so FILE is either the old file or a complete export.\n" +
-			"The server builds the whole file before its first byte and reports its progress\n" +
-			"meanwhile; --timeout bounds each silence of the server, not the whole export.\n" +
+			"The server sends the file as it builds it (its first 2 KiB, which it knows last,\n" +
+			"come at the end and are written in their place); an older server builds the\n" +
+			"whole file first and reports its progress meanwhile. --timeout bounds each\n" +
+			"silence of the server, not the whole export.\n" +
 			"A progress bar is shown on stderr when it is a terminal.",
 		Args: cobra.NoArgs,
 	}
