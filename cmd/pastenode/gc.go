@@ -24,8 +24,12 @@ import (
 // with the 16 MiB floor (209 collections): about 29 µs more per create; a
 // 3-node cluster took creates through a follower about a sixth slower
 // (make bench's creates row, 0.95x etcd rather than 1.13x). Beyond 128
-// MiB live the eighth applies and the floor no longer matters. GOGC=100
-// in the environment restores the default.
+// MiB live the eighth applies and the floor no longer matters. A floor
+// that tapers with the live heap does not help either way: 48 MiB less a
+// quarter of it made that row 1.11x etcd, but a node with 10k pastes then
+// needed 88 MiB, over the memory row's 1.5x content + 64 MiB for that
+// size; 32 MiB less an eighth fitted and did not move the row
+// (BENCHMARKS.md). GOGC=100 in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
