@@ -152,6 +152,13 @@ func (w *Writer) finish() error {
 		}
 		pos += 8 * uint64(n)
 	}
+	return w.putHeader(&header, pos)
+}
+
+// putHeader writes the header at the start of the file, or in tail order
+// after everything else, and leaves the position at the end, end bytes
+// from the start.
+func (w *Writer) putHeader(header *[headerSize]byte, end uint64) error {
 	if w.w == nil { // tail order: the header comes last
 		if err := w.write(header[:]); err != nil {
 			return err
@@ -170,7 +177,7 @@ func (w *Writer) finish() error {
 	if _, err := w.w.Write(header[:]); err != nil {
 		return w.fail(err)
 	}
-	if _, err := w.w.Seek(w.base+int64(pos), io.SeekStart); err != nil {
+	if _, err := w.w.Seek(w.base+int64(end), io.SeekStart); err != nil {
 		return w.fail(err)
 	}
 	return nil
