@@ -2,12 +2,18 @@
 // that a node sends and that its clients read. Server (api, mirror) and client
 // (client, pastectl) share them, so both sides agree on one definition. Beside
 // them sits FormatSize, the one way both the web pages and pastectl show a
-// byte count, and the backup file's container (BackupWriter, VerifyBackup),
-// which the server writes and pastectl and restore check. The package imports
+// byte count, the backup file's container (BackupWriter, VerifyBackup),
+// which the server writes and pastectl and restore check, and the check of
+// an export's tail (CheckExportTail). The package imports
 // nothing but the standard library.
 package pastenode
 
-import "time"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
 
 // CreateRequest is the JSON body of POST /api/v1/pastes.
 type CreateRequest struct {
@@ -115,3 +121,32 @@ const ExportTailType = "application/vnd.pastenode.cdb-tail"
 // ExportTailSize is the length of the tail that an export in tail order
 // ends with, which belongs at the front of the file.
 const ExportTailSize = 2048
+
+// CheckExportTail reports whether tail is the table directory of a CDB
+// file of size bytes, as the tail of a whole export in tail order is: 256
+// little-endian (position, slots) pairs whose tables start after the
+// directory, follow one another and end at the end of the file. A client
+// checks it before it puts the tail in place: an answer cut short where
+// the cut cannot be told from its end (HTTP/1.0) leaves bytes that are
+// not a directory.
+func CheckExportTail(tail []byte, size int64) error {
+	if len(tail) != ExportTailSize {
+		return fmt.Errorf("export tail of %d bytes, want %d", len(tail), ExportTailSize)
+	}
+	next := int64(ExportTailSize)
+	for t := 0; t < ExportTailSize; t += 8 {
+		pos := int64(binary.LittleEndian.Uint32(tail[t:]))
+		slots := int64(binary.LittleEndian.Uint32(tail[t+4:]))
+		if t == 0 {
+			next = pos
+		}
+		if pos != next || pos < ExportTailSize {
+			return errors.New("export tail is not a CDB table directory: the export was cut short")
+		}
+		next = pos + 8*slots
+	}
+	if next != size {
+		return fmt.Errorf("export tail's tables end at %d, the file at %d: the export was cut short", next, size)
+	}
+	return nil
+}
