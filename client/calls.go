@@ -215,16 +215,18 @@ func (c *Client) Ready(ctx context.Context) error {
 // progress report the server sends while it builds the export (pastes
 // written so far, pastes in the store), before the first byte.
 //
-// If w is also an io.WriterAt, such as an *os.File, Export asks for the
-// export in tail order (pastenode.ExportTailType), which the server sends
-// as it builds it, and puts the tail in its place at the front of w: w
-// gets the file's bytes from the first second on, and the same file.
+// If w can also seek and write at an offset, such as a file (not one
+// opened to append), Export asks for the export in tail order
+// (pastenode.ExportTailType), which the server sends as it builds it, and
+// puts the tail in its place where w's file starts: w gets the file's
+// bytes from the first second on, and the same file. A tail that is not
+// the file's table directory (an answer cut short) is an error.
 //
 // The Client's Timeout bounds each silence of the server, not the export.
 func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, total int64)) (int64, error) {
 	var n int64
 	cl := call{method: http.MethodGet, path: "/api/v1/export.cdb", stream: true}
-	wa, outOfOrder := w.(io.WriterAt)
+	wa, start, outOfOrder := fileStart(w)
 	if outOfOrder {
 		cl.accept = pastenode.ExportTailType + ", application/octet-stream;q=0.5"
 	}
@@ -260,7 +262,7 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 				return err
 			}
 			if tail != nil {
-				if err := tail.finish(wa); err != nil {
+				if err := tail.finish(wa, start, n); err != nil {
 					return err
 				}
 			}
@@ -279,6 +281,24 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 		return n, fmt.Errorf("export: %w", err)
 	}
 	return n, nil
+}
+
+// fileStart returns w as an io.WriterAt and its current offset, where the
+// file it gets starts, when w can take an export in tail order.
+func fileStart(w io.Writer) (io.WriterAt, int64, bool) {
+	type writeSeekerAt interface {
+		io.WriteSeeker
+		io.WriterAt
+	}
+	ws, ok := w.(writeSeekerAt)
+	if !ok {
+		return nil, 0, false
+	}
+	start, err := ws.Seek(0, io.SeekCurrent)
+	if err != nil { // a pipe or a terminal
+		return nil, 0, false
+	}
+	return ws, start, true
 }
 
 func isTail(h http.Header) bool {
@@ -325,12 +345,16 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// finish writes the tail at the front of the file, through wa.
-func (t *tailWriter) finish(wa io.WriterAt) error {
+// finish checks the tail of a file of size bytes and writes it at the
+// front of the file, which starts at offset start of wa.
+func (t *tailWriter) finish(wa io.WriterAt, start, size int64) error {
 	if len(t.held) != pastenode.ExportTailSize {
 		return fmt.Errorf("an export of %d bytes in tail order is shorter than its tail", len(t.held))
 	}
-	_, err := wa.WriteAt(t.held, 0)
+	if err := pastenode.CheckExportTail(t.held, size); err != nil {
+		return err
+	}
+	_, err := wa.WriteAt(t.held, start)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/client"
 )
 
@@ -385,29 +387,39 @@ func TestNewAddrs(t *testing.T) {
 	}
 }
 
-// TestClientExportTail checks that Export asks a writer that can write out
-// of order for the export in tail order and writes the file it stands
-// for, in whatever pieces the answer comes; that it takes an answer in the
-// usual order from a server that ignores the ask; and that an answer
-// shorter than its tail is an error.
+// TestClientExportTail checks that Export asks a file for the export in
+// tail order and writes the file it stands for, in whatever pieces the
+// answer comes and wherever the file starts; that it takes an answer in
+// the usual order from a server that ignores the ask; and that an answer
+// cut short is an error, even where the cut looks like an end.
 func TestClientExportTail(t *testing.T) {
-	file := make([]byte, 3*pastenode.ExportTailSize+123)
-	for i := range file {
-		file[i] = byte(i * 7)
+	var stream bytes.Buffer
+	cw := cdb.NewTailWriter(&stream)
+	for i := range 300 {
+		if err := cw.Put(fmt.Appendf(nil, "f:/raw/%d", i), bytes.Repeat([]byte{byte(i)}, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cw.Close(); err != nil {
+		t.Fatal(err)
 	}
 	size := pastenode.ExportTailSize
-	tailOrder := append(slices.Clone(file[size:]), file[:size]...)
+	tailOrder := stream.Bytes()
+	file := append(slices.Clone(tailOrder[len(tailOrder)-size:]), tailOrder[:len(tailOrder)-size]...)
 	for _, tt := range []struct {
 		name   string
 		tail   bool // the server knows tail order
 		body   []byte
-		pieces []int // lengths the body is flushed in
-		want   []byte
+		pieces []int  // lengths the body is flushed in
+		prefix string // what the file holds before the export
+		want   []byte // nil: an error
 	}{
-		{"tail order, one piece", true, tailOrder, nil, file},
-		{"tail order, small pieces", true, tailOrder, []int{1, 10, size - 5, size + 7, 3, 2 * size}, file},
-		{"old server", false, file, []int{100}, file},
-		{"tail order, cut short", true, tailOrder[:size-1], nil, nil},
+		{"tail order, one piece", true, tailOrder, nil, "", file},
+		{"tail order, small pieces", true, tailOrder, []int{1, 10, size - 5, size + 7, 3, 2 * size}, "", file},
+		{"tail order, file at an offset", true, tailOrder, nil, "prefix", file},
+		{"old server", false, file, []int{100}, "", file},
+		{"tail order, shorter than its tail", true, tailOrder[:size-1], nil, "", nil},
+		{"tail order, cut short", true, tailOrder[:len(tailOrder)-3*size], nil, "", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			url := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -428,10 +440,13 @@ func TestClientExportTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
+			if _, err := f.WriteString(tt.prefix); err != nil {
+				t.Fatal(err)
+			}
 			n, err := newClient(t, []string{url}, client.Options{}).Export(context.Background(), f, nil)
 			if tt.want == nil {
 				if err == nil {
-					t.Fatal("Export of an answer shorter than its tail: no error")
+					t.Fatal("Export of an answer cut short: no error")
 				}
 				return
 			}
@@ -442,9 +457,33 @@ func TestClientExportTail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n != int64(len(tt.want)) || !bytes.Equal(got, tt.want) {
-				t.Errorf("Export wrote %d bytes (returned %d), not the file of %d bytes", len(got), n, len(tt.want))
+			if n != int64(len(tt.want)) || !bytes.Equal(got, append([]byte(tt.prefix), tt.want...)) {
+				t.Errorf("Export wrote %d bytes (returned %d), not the file of %d bytes after %q", len(got), n, len(tt.want), tt.prefix)
 			}
 		})
+	}
+}
+
+// TestClientExportPipe checks that Export does not ask for tail order when
+// its file cannot seek: a pipe gets the file in the usual order.
+func TestClientExportPipe(t *testing.T) {
+	url := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept"), pastenode.ExportTailType) {
+			http.Error(w, "asked for tail order", http.StatusTeapot)
+			return
+		}
+		w.Write([]byte("the file"))
+	})
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	read := make(chan []byte)
+	go func() { b, _ := io.ReadAll(pr); read <- b }()
+	_, err = newClient(t, []string{url}, client.Options{}).Export(context.Background(), pw, nil)
+	pw.Close()
+	if got := <-read; err != nil || string(got) != "the file" {
+		t.Errorf("Export to a pipe: %v, got %q", err, got)
 	}
 }
