@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,7 +144,10 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if r.Method == http.MethodGet && acceptsTail(r) {
+	w.Header()["Vary"] = []string{"Accept"}
+	// HTTP/1.0 has no chunks to end an answer by: a cut would look like
+	// the end of the file.
+	if r.Method == http.MethodGet && r.ProtoAtLeast(1, 1) && acceptsTail(r) {
 		s.streamExport(w, r, pages, start)
 		return
 	}
@@ -156,10 +160,11 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	done := func() {}
 	if s.cfg.ExportStarted != nil {
-		done = s.cfg.ExportStarted()
+		done = sync.OnceFunc(s.cfg.ExportStarted())
+		defer done()
 	}
 	st, err := s.buildExport(w, r, f, pages, start)
-	done()
+	done() // the build is over; the send is not
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -178,12 +183,16 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
-// acceptsTail reports whether r accepts an export in tail order.
+// acceptsTail reports whether r accepts an export in tail order (with a
+// q above 0).
 func acceptsTail(r *http.Request) bool {
 	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == pastenode.ExportTailType {
-			return true
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mt != pastenode.ExportTailType {
+			continue
 		}
+		q, err := strconv.ParseFloat(params["q"], 64)
+		return params["q"] == "" || err == nil && q > 0
 	}
 	return false
 }

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,6 +86,20 @@ func TestExportRoute(t *testing.T) {
 	tailFile := append(slices.Clone(tail.body[cut:]), tail.body[:cut]...)
 	if started.Load() != 3 || ended.Load() != 3 { // HEAD, GET and GET in tail order
 		t.Errorf("ExportStarted: %d calls, %d ended; want 3 and 3", started.Load(), ended.Load())
+	}
+	for _, a := range []response{r, tail} {
+		if got := a.Header.Get("Vary"); got != "Accept" {
+			t.Errorf("Vary: got %q, want Accept", got)
+		}
+	}
+	// Tail order only when asked for with a q above 0, and over HTTP/1.1:
+	// an HTTP/1.0 answer cut short would look whole.
+	refused := do(t, http.MethodGet, tn.URL+"/api/v1/export.cdb", nil, append(slices.Clone(asAdmin), "Accept", pastenode.ExportTailType+";q=0")...)
+	if got := refused.Header.Get("Content-Type"); got != "application/octet-stream" {
+		t.Errorf("Content-Type with q=0 for tail order: got %q", got)
+	}
+	if got := http10(t, tn.URL, "/api/v1/export.cdb", "Accept", pastenode.ExportTailType, "Authorization", "Bearer "+testAdmin); got.Header.Get("Content-Type") != "application/octet-stream" || got.ContentLength <= 0 {
+		t.Errorf("HTTP/1.0 asking for tail order: Content-Type %q, Content-Length %d", got.Header.Get("Content-Type"), got.ContentLength)
 	}
 
 	for name, body := range map[string][]byte{"export": r.body, "export in tail order": tailFile} {
@@ -239,7 +255,11 @@ func (f *progressFile) ExportProgress(done, total int64) {
 func TestExportTailFails(t *testing.T) {
 	old := writeExportTail
 	t.Cleanup(func() { writeExportTail = old })
-	tn := startNode(t, Config{})
+	var started, ended atomic.Int32
+	tn := startNode(t, Config{ExportStarted: func() func() {
+		started.Add(1)
+		return func() { ended.Add(1) }
+	}})
 	create(t, tn.URL, []byte("a paste\n"), "")
 	cl, err := client.New([]string{tn.URL}, client.Options{AdminToken: testAdmin})
 	if err != nil {
@@ -265,6 +285,35 @@ func TestExportTailFails(t *testing.T) {
 			t.Errorf("an export that failed before its first byte: %v, want a 500", err)
 		}
 	}
-	// The node goes on serving.
+	// The node goes on serving, and gave back the collector's headroom.
 	do(t, http.MethodGet, tn.URL+"/healthz", nil).wantStatus(t, http.StatusOK)
+	if started.Load() != 2 || ended.Load() != 2 {
+		t.Errorf("ExportStarted: %d calls, %d ended; want 2 and 2", started.Load(), ended.Load())
+	}
+}
+
+// http10 sends an HTTP/1.0 GET of path to base with headers ("Key",
+// "value" pairs) and returns the answer, its body read.
+func http10(tb testing.TB, base, path string, headers ...string) *http.Response {
+	tb.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close()
+	req := "GET " + path + " HTTP/1.0\r\n"
+	for i := 0; i+1 < len(headers); i += 2 {
+		req += headers[i] + ": " + headers[i+1] + "\r\n"
+	}
+	if _, err := io.WriteString(conn, req+"\r\n"); err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		tb.Fatal(err)
+	}
+	return resp
 }
