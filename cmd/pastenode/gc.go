@@ -43,9 +43,11 @@ const (
 	// buffers; with an eighth of a 150 MB store as headroom the node
 	// collected about 40 times, each marking the whole store: a fifth of
 	// the export's CPU (4.5 s rather than 3.6 s here). With 128 MiB more
-	// it collects about 6 times. The node's heap may grow by this much
-	// while an export builds (the soft memory limit still holds), and the
-	// runtime gives it back to the OS in the minutes after.
+	// it collects about 6 times. The node's heap may grow by up to this
+	// much while exports build, however many (less on a heap under 14
+	// MiB, where GOGC stays at gcMaxPercent; the soft memory limit, where
+	// the node knows its memory, still holds), and the runtime gives it
+	// back to the OS in the minutes after.
 	gcExportHeadroom = 128 << 20
 )
 
@@ -77,7 +79,7 @@ type gcTuner struct {
 	mu      sync.Mutex
 	percent int
 	live    uint64 // the live heap the last collection found
-	extra   uint64 // headroom that running exports add
+	exports int    // exports building, which add gcExportHeadroom
 }
 
 // gcSentinel is garbage as soon as it is allocated; its cleanup runs after
@@ -103,9 +105,14 @@ func (t *gcTuner) tune() {
 	t.apply()
 }
 
-// apply sets GOGC from t's live heap and extra headroom. t.mu is held.
+// apply sets GOGC from t's live heap and the exports building: however
+// many build at once, they add gcExportHeadroom once. t.mu is held.
 func (t *gcTuner) apply() {
-	if percent := gcPercent(t.live, t.extra); percent != t.percent {
+	var extra uint64
+	if t.exports > 0 {
+		extra = gcExportHeadroom
+	}
+	if percent := gcPercent(t.live, extra); percent != t.percent {
 		t.percent = percent
 		debug.SetGCPercent(percent)
 	}
@@ -124,14 +131,14 @@ func holdHeadroom() (release func()) {
 // hold adds gcExportHeadroom to t's headroom until release is called.
 func (t *gcTuner) hold() (release func()) {
 	t.mu.Lock()
-	t.extra += gcExportHeadroom
+	t.exports++
 	t.apply()
 	t.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			t.mu.Lock()
-			t.extra -= gcExportHeadroom
+			t.exports--
 			t.apply()
 			t.mu.Unlock()
 		})

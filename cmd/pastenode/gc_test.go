@@ -17,9 +17,11 @@ func TestGCPercent(t *testing.T) {
 		{128 << 20, 0, 12},
 		{256 << 20, 0, 12},
 		{4 << 30, 0, 12},
-		// An export's extra headroom on a 150 MiB store.
+		// Extra headroom (an export's) on a 150 MiB store, and on a
+		// small one, where GOGC is capped.
 		{150 << 20, 64 << 20, 55},
-		{1 << 20, 64 << 20, 1000},
+		{150 << 20, gcExportHeadroom, 97},
+		{1 << 20, gcExportHeadroom, 1000},
 	} {
 		if got := gcPercent(tt.live, tt.extra); got != tt.want {
 			t.Errorf("gcPercent(%d MiB, %d MiB) = %d, want %d", tt.live>>20, tt.extra>>20, got, tt.want)
@@ -39,9 +41,17 @@ func TestHoldHeadroom(t *testing.T) {
 	if got := gogc(); got != 97 {
 		t.Errorf("GOGC %d while an export runs, want 97", got)
 	}
+	second := tu.hold()
+	if got := gogc(); got != 97 {
+		t.Errorf("GOGC %d while two exports run, want 97: they add their headroom once", got)
+	}
+	second()
+	if got := gogc(); got != 97 {
+		t.Errorf("GOGC %d while one of two exports still runs, want 97", got)
+	}
 	release()
 	release() // a second call changes nothing
 	if got := gogc(); got != 12 {
-		t.Errorf("GOGC %d after the export, want 12", got)
+		t.Errorf("GOGC %d after the exports, want 12", got)
 	}
 }
