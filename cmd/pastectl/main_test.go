@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/cdb"
 )
 
 func TestMain(m *testing.M) {
@@ -36,6 +38,11 @@ type fakeNode struct {
 	ready      bool
 	export     []byte
 	exportCut  bool // promise more export bytes than are sent
+	// exportTail, when set, is export in tail order, sent to a client
+	// that asks for it; exportShort then sends it without its last
+	// bytes, ending the answer as if it were whole.
+	exportTail  []byte
+	exportShort bool
 	// exportBuild is how long the fake takes before the export's first
 	// byte, reporting progress every exportTick meanwhile (0: silent).
 	exportBuild, exportTick time.Duration
@@ -157,18 +164,26 @@ func (f *fakeNode) routes() http.Handler {
 			return
 		}
 		w.Header().Set("Trailer", "X-Export-Pastes")
-		if f.exportCut {
-			w.Header().Set("Content-Length", fmt.Sprint(len(f.export)+100))
+		body := f.export
+		if f.exportTail != nil && strings.Contains(r.Header.Get("Accept"), pastenode.ExportTailType) {
+			w.Header().Set("Content-Type", pastenode.ExportTailType)
+			body = f.exportTail
+			if f.exportShort {
+				body = body[:len(body)-3*pastenode.ExportTailSize]
+			}
 		}
-		half := len(f.export) / 2
-		w.Write(f.export[:half])
+		if f.exportCut {
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)+100))
+		}
+		half := len(body) / 2
+		w.Write(body[:half])
 		if f.exportStall > 0 {
 			http.NewResponseController(w).Flush()
 			if !pause(r, f.exportStall) {
 				return
 			}
 		}
-		w.Write(f.export[half:])
+		w.Write(body[half:])
 		w.Header().Set("X-Export-Pastes", "3")
 	}))
 	return mux
@@ -445,15 +460,26 @@ func TestHealth(t *testing.T) {
 }
 
 func TestExport(t *testing.T) {
+	for _, tail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tail order %v", tail), func(t *testing.T) { testExport(t, tail) })
+	}
+}
+
+// testExport exports from a fake node that sends the file in the usual
+// order or, when tail is set, in tail order to pastectl, which asks for it.
+func testExport(t *testing.T, tail bool) {
 	f, url := newFake(t)
 	f.export = bytes.Repeat([]byte("cdb\x00\xff"), 10000)
+	if tail {
+		f.export, f.exportTail = cdbFile(t)
+	}
 	out := filepath.Join(t.TempDir(), "pastes.cdb")
 
 	code, stdout, stderr := pastectl(t, "", "--addr", url, "export", "--out", out)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	want := regexp.MustCompile(`^exported 3 pastes, 50000 bytes in \d+\.\d\ds to ` + regexp.QuoteMeta(out) + "\n$")
+	want := regexp.MustCompile(fmt.Sprintf(`^exported 3 pastes, %d bytes in \d+\.\d\ds to `, len(f.export)) + regexp.QuoteMeta(out) + "\n$")
 	if !want.MatchString(stdout) {
 		t.Errorf("stdout %q, want it to match %s", stdout, want)
 	}
@@ -465,18 +491,42 @@ func TestExport(t *testing.T) {
 		t.Errorf("temporary file left: %v", err)
 	}
 
-	// A broken stream leaves the old file as it was and no temporary file.
-	f.exportCut = true
-	code, stdout, stderr = pastectl(t, "", "--addr", url, "export", "--out", out)
-	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "pastectl: export: ") {
-		t.Errorf("cut stream: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	// A broken stream, or in tail order one cut short that ends as if
+	// whole, leaves the old file as it was and no temporary file.
+	cuts := []string{"cut stream"}
+	if tail {
+		cuts = append(cuts, "short stream")
 	}
-	if got, _ := os.ReadFile(out); !bytes.Equal(got, f.export) {
-		t.Errorf("cut stream changed %s", out)
+	for _, cut := range cuts {
+		f.exportCut, f.exportShort = cut == "cut stream", cut == "short stream"
+		code, stdout, stderr = pastectl(t, "", "--addr", url, "export", "--out", out)
+		if code != 1 || stdout != "" || !strings.HasPrefix(stderr, "pastectl: export: ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", cut, code, stdout, stderr)
+		}
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, f.export) {
+			t.Errorf("%s changed %s", cut, out)
+		}
+		if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
+			t.Errorf("%s: temporary file left after failure: %v", cut, err)
+		}
 	}
-	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("temporary file left after failure: %v", err)
+}
+
+// cdbFile returns a CDB file and the same file in tail order.
+func cdbFile(t *testing.T) (file, tailOrder []byte) {
+	var b bytes.Buffer
+	w := cdb.NewTailWriter(&b)
+	for i := range 1000 {
+		if err := w.Put(fmt.Appendf(nil, "key %d", i), bytes.Repeat([]byte{byte(i)}, 50)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tailOrder = b.Bytes()
+	cut := len(tailOrder) - pastenode.ExportTailSize
+	return append(slices.Clone(tailOrder[cut:]), tailOrder[:cut]...), tailOrder
 }
 
 // TestExportSlowServer shows that --timeout bounds each silence of the
