@@ -118,8 +118,9 @@ func (t *gcTuner) apply() {
 	}
 }
 
-// holdHeadroom adds gcExportHeadroom to the collector's headroom until the
-// function it returns is called; the api server calls it around an export
+// holdHeadroom counts an export building until the function it returns is
+// called: while any builds, the collector's headroom has gcExportHeadroom
+// more. The api server calls it around an export's build
 // (api.Config.ExportStarted). Without a tuner (GOGC set) it does nothing.
 func holdHeadroom() (release func()) {
 	if tuner == nil {
@@ -128,7 +129,7 @@ func holdHeadroom() (release func()) {
 	return tuner.hold()
 }
 
-// hold adds gcExportHeadroom to t's headroom until release is called.
+// hold counts an export in t until release is called.
 func (t *gcTuner) hold() (release func()) {
 	t.mu.Lock()
 	t.exports++
