@@ -71,8 +71,8 @@ func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, p
 // WriteExportTail is WriteExportProgress to a writer that cannot seek,
 // such as an HTTP answer, in tail order (cdb.NewTailWriter): the archive
 // from its byte cdb.TailSize on, then its first cdb.TailSize bytes. The
-// archive's first bytes go out at once, rather than after the whole of it
-// is built.
+// archive's bytes go out as they are made, 64 KiB at a time, rather than
+// after the whole of it is built.
 func WriteExportTail(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
 	aw, err := cdb.NewTailArchive(w)
 	if err != nil {
