@@ -31,5 +31,7 @@
 // Reads never take a lock. The state is a set of copy-on-write B-trees
 // behind an atomic pointer: an apply clones them (which copies nothing),
 // builds the next version, copying only the nodes it changes, and swaps it
-// in; a snapshot keeps a reference to the current one.
+// in; a snapshot keeps a reference to the current one. The pastes
+// themselves are records in large byte slabs that the garbage collector
+// marks in one step each, written once and never changed (arena.go).
 package fsm

@@ -41,8 +41,9 @@ type Tombstone struct {
 
 // state is one immutable version of everything the FSM holds.
 type state struct {
-	pastes  idTree[*Paste]
-	expiry  timeTree // ExpiresAt and id of every paste that expires
+	arena   *arena      // the records of pastes; see arena.go
+	pastes  idTree[ref] // id -> record
+	expiry  timeTree    // ExpiresAt and id of every paste that expires
 	tombs   idTree[*Tombstone]
 	tombGC  timeTree      // tombstone At and id
 	graceGC timeTree      // the same keys, of tombstones that keep a Paste
@@ -56,7 +57,8 @@ type state struct {
 
 func emptyState() *state {
 	return &state{
-		pastes:  newIDTree[*Paste](),
+		arena:   &arena{},
+		pastes:  newIDTree[ref](),
 		expiry:  newTimeTree(),
 		tombs:   newIDTree[*Tombstone](),
 		tombGC:  newTimeTree(),
@@ -133,6 +135,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		out[i] = tx.apply(c)
 		f.sinceSnapshot.Add(int64(max(1, len(c.Batch))))
 	}
+	tx.compact()
 	f.publish(tx.commit())
 	return out
 }
@@ -148,11 +151,14 @@ func (f *FSM) publish(s *state) {
 // Get returns the paste id if it exists and has not expired at now. The
 // returned paste is shared: callers must not modify it.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
-	p, ok := f.cur.Load().pastes.get(id)
-	if !ok || p.Expired(now.UnixNano()) {
+	r, ok := f.cur.Load().pastes.get(id)
+	if !ok {
 		return nil, false
 	}
-	return p, true
+	if at := recordExpires(r.record()); at != 0 && at <= now.UnixNano() {
+		return nil, false
+	}
+	return r.paste(), true
 }
 
 // Stats returns the number of live pastes and their total content bytes.
@@ -224,9 +230,19 @@ func (f *FSM) View() View { return View{f.cur.Load()} }
 // Index returns the log index the view was taken at.
 func (v View) Index() uint64 { return v.s.index }
 
-// Walk calls fn for every paste in id order until fn returns false.
+// Walk calls fn for every paste in id order until fn returns false. Each
+// paste is fn's to keep.
 func (v View) Walk(fn func(p *Paste) bool) {
-	v.s.pastes.ascend(func(_ string, p *Paste) bool { return fn(p) })
+	v.s.pastes.ascend(func(_ string, r ref) bool { return fn(r.paste()) })
+}
+
+// paste returns the stored paste id, in a Paste of its own.
+func (s *state) paste(id string) (*Paste, bool) {
+	r, ok := s.pastes.get(id)
+	if !ok {
+		return nil, false
+	}
+	return r.paste(), true
 }
 
 // txn builds the next state from the current one. Its trees are clones:
@@ -299,7 +315,7 @@ func (t *txn) batch(c *Command) *Result {
 
 func (t *txn) create(c *Command) *Result {
 	p := c.Paste
-	if old, ok := t.pastes.get(p.ID); ok {
+	if old, ok := t.paste(p.ID); ok {
 		if c.RequestID != "" && old.RequestID == c.RequestID {
 			return &Result{Paste: old}
 		}
@@ -314,19 +330,44 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
-	t.add(p)
-	return &Result{Paste: p}
+	return &Result{Paste: t.add(p)}
 }
 
-// add seals p and stores it; its id must be free.
-func (t *txn) add(p *Paste) {
-	p.Seal()
-	t.pastes.set(p.ID, p)
+// add stores p, whose id must be free, and returns the stored paste.
+func (t *txn) add(p *Paste) *Paste {
+	r := t.arena.put(p)
+	stored := r.paste()
+	t.pastes.set(stored.ID, r)
 	if p.ExpiresAt != 0 {
-		t.expiry.insert(newTimeKey(p.ExpiresAt, p.ID))
+		t.expiry.insert(newTimeKey(p.ExpiresAt, stored.ID))
 	}
 	t.count++
 	t.bytes += int64(len(p.Content))
+	return stored
+}
+
+// compact moves the records still indexed out of the slabs that are at
+// least half garbage, so that the collector can free those.
+func (t *txn) compact() {
+	for _, s := range t.arena.takeSparse() {
+		if s.live == 0 {
+			continue
+		}
+		s.records(func(off int, rec []byte) {
+			r, ok := t.pastes.get(recordID(rec))
+			if !ok || r.s != s || int(r.off) != off {
+				return // removed
+			}
+			moved := t.arena.copy(rec)
+			t.arena.free(r)
+			// The index's keys point into the record: key them anew.
+			id := recordID(moved.record())
+			t.pastes.set(id, moved)
+			if at := recordExpires(rec); at != 0 {
+				t.expiry.insert(newTimeKey(at, id))
+			}
+		})
+	}
 }
 
 // addTomb stores a tombstone, without a paste, under id.
@@ -336,7 +377,7 @@ func (t *txn) addTomb(id string, ts *Tombstone) {
 }
 
 func (t *txn) delete(c *Command) *Result {
-	p, ok := t.pastes.get(c.ID)
+	p, ok := t.paste(c.ID)
 	if !ok {
 		if ts, ok := t.tombs.get(c.ID); ok && c.RequestID != "" && ts.RequestID == c.RequestID {
 			return &Result{} // a retry of the delete that made the tombstone
@@ -354,7 +395,7 @@ func (t *txn) delete(c *Command) *Result {
 }
 
 func (t *txn) consume(c *Command) *Result {
-	p, ok := t.pastes.get(c.ID)
+	p, ok := t.paste(c.ID)
 	if !ok {
 		ts, ok := t.tombs.get(c.ID)
 		if ok && ts.Paste != nil && c.RequestID != "" && ts.RequestID == c.RequestID &&
@@ -385,7 +426,7 @@ func (t *txn) expire(now int64) {
 	}
 	for _, k := range t.expiry.due(now) {
 		t.expiry.delete(k)
-		if p, ok := t.pastes.get(k.id); ok {
+		if p, ok := t.paste(k.id); ok {
 			t.remove(p, &Tombstone{At: now})
 		}
 	}
@@ -400,7 +441,9 @@ func (t *txn) expire(now int64) {
 
 // remove drops p and leaves ts in its place.
 func (t *txn) remove(p *Paste, ts *Tombstone) {
-	t.pastes.delete(p.ID)
+	if r, ok := t.pastes.delete(p.ID); ok {
+		t.arena.free(r)
+	}
 	t.removal = t.index
 	if p.ExpiresAt != 0 {
 		t.expiry.delete(newTimeKey(p.ExpiresAt, p.ID))

@@ -13,10 +13,12 @@ import (
 // maxOverheadPerPaste is how many bytes of heap a stored paste may cost
 // beyond its content. The store holds every paste in memory, so this is
 // what the memory row of the benchmarks (BENCHMARKS.md) is made of: the
-// Paste with its ReadInfo, one string for its short strings, the token
-// hash and the index entries. It was 369 bytes when this was written, 845
-// with the radix trees and a ReadInfo of separately allocated values.
-const maxOverheadPerPaste = 450
+// record's header, its short strings and header values, the token hash
+// and the index entries. It was 300 bytes when the pastes moved into
+// records in slabs (arena.go), 369 before as a Paste with one string for
+// its short strings, 845 with radix trees and separately allocated header
+// values.
+const maxOverheadPerPaste = 340
 
 func TestHeapPerPaste(t *testing.T) {
 	if testing.Short() {

@@ -1,10 +1,7 @@
 package fsm
 
 import (
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // ReadInfo is what every read of a paste sends besides its bytes, derived
@@ -64,53 +61,16 @@ func (p *Paste) ReadInfo() *ReadInfo {
 	return &c.info
 }
 
-// Seal computes p's ReadInfo once, before p is published to readers; the
-// store seals every paste it takes in. p must not change afterwards.
-//
-// The store holds every paste in memory, so Seal also packs the paste's
-// short strings (id, request id, title, language) and the header values
-// into one allocation: one string that they all slice, rather than a
-// dozen small objects per paste.
+// Seal computes p's ReadInfo once; p must not change afterwards. The
+// store does not need it: the pastes it hands out come with theirs. A paste
+// built by hand gets its ReadInfo this way, and its fields then point into
+// one record, as a stored paste's do (arena.go).
 func (p *Paste) Seal() {
-	var created, modified, size, expires [40]byte
-	etagTail := strconv.AppendInt(created[:0], p.CreatedAt, 36)
-	lastMod := httpDate(modified[:0], p.CreatedAt)
-	length := strconv.AppendInt(size[:0], int64(len(p.Content)), 10)
-	var exp []byte
-	if p.ExpiresAt != 0 {
-		exp = httpDate(expires[:0], p.ExpiresAt)
-	}
-	var b strings.Builder
-	b.Grow(len(p.ID) + len(etagTail) + 3 + len(lastMod) + len(length) + len(exp) +
-		len(p.RequestID) + len(p.Title) + len(p.Lang))
-	// Every field is a slice of the builder's one buffer, which Grow made
-	// large enough: later writes append to it and never move it.
-	start := 0
-	cut := func() string {
-		s := b.String()[start:]
-		start = b.Len()
-		return s
-	}
-	b.WriteByte('"')
-	b.WriteString(p.ID)
-	b.WriteByte('-')
-	b.Write(etagTail)
-	b.WriteByte('"')
-	p.info = ReadInfo{Text: utf8.Valid(p.Content)}
-	p.info.hv[hvETag] = cut()
-	p.ID = p.info.hv[hvETag][1 : 1+len(p.ID)]
-	b.Write(lastMod)
-	p.info.hv[hvLastModified] = cut()
-	b.Write(length)
-	p.info.hv[hvSize] = cut()
-	b.Write(exp)
-	p.info.hv[hvExpires] = cut()
-	b.WriteString(p.RequestID)
-	p.RequestID = cut()
-	b.WriteString(p.Title)
-	p.Title = cut()
-	b.WriteString(p.Lang)
-	p.Lang = cut()
+	var h headerValues
+	formatHeaders(p, &h)
+	rec := make([]byte, recordLen(p, &h))
+	writeRecord(rec, p, &h)
+	readRecord(rec, p)
 }
 
 // httpDate appends the Unix nanoseconds t as an HTTP date to b.

@@ -105,7 +105,11 @@ func (sn *snapshot) write(w io.Writer) error {
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
-	if err := walk(s.pastes, func(_ string, p *Paste) error { return sn.encodePaste(enc, p) }); err != nil {
+	var p Paste
+	if err := walk(s.pastes, func(_ string, r ref) error {
+		readRecord(r.record(), &p)
+		return sn.encodePaste(enc, &p)
+	}); err != nil {
 		return err
 	}
 	// A consumed burn paste's content lives in memory for its grace

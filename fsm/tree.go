@@ -35,8 +35,13 @@ func (t idTree[V]) get(id string) (V, bool) {
 }
 
 func (t idTree[V]) set(id string, v V) { t.t.ReplaceOrInsert(keyed[V]{id, v}) }
-func (t idTree[V]) delete(id string)   { t.t.Delete(keyed[V]{id: id}) }
 func (t idTree[V]) len() int           { return t.t.Len() }
+
+// delete removes id and returns what it held.
+func (t idTree[V]) delete(id string) (V, bool) {
+	kv, ok := t.t.Delete(keyed[V]{id: id})
+	return kv.v, ok
+}
 func (t idTree[V]) ascend(fn func(id string, v V) bool) {
 	t.t.Ascend(func(kv keyed[V]) bool { return fn(kv.id, kv.v) })
 }

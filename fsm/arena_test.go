@@ -1,0 +1,154 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, p := range []*Paste{
+		{ID: "a", TokenHash: HashToken("t"), CreatedAt: 3 * sec},
+		{ID: "ümlaut", Content: []byte("héllo\x00"), Title: "a title", Lang: "go", CreatedAt: -5,
+			ExpiresAt: 90 * sec, Burn: true, Encrypted: true, TokenHash: HashToken("x"), RequestID: "req-1"},
+		{ID: "bin", Content: []byte{0xff, 0xfe}, CreatedAt: 1},
+	} {
+		want := *p
+		var h headerValues
+		formatHeaders(p, &h)
+		rec := make([]byte, recordLen(p, &h))
+		writeRecord(rec, p, &h)
+		if recordSize(rec) != len(rec) || recordID(rec) != p.ID || recordExpires(rec) != p.ExpiresAt {
+			t.Errorf("%s: record says size %d, id %q, expires %d", p.ID, recordSize(rec), recordID(rec), recordExpires(rec))
+		}
+		var got Paste
+		readRecord(rec, &got)
+		info := got.info
+		got.info = ReadInfo{}
+		if !equalPaste(&got, &want) {
+			t.Errorf("read back %+v, want %+v", got, want)
+		}
+		if fresh := *want.ReadInfo(); info != fresh {
+			t.Errorf("%s: ReadInfo %+v, want %+v", p.ID, info, fresh)
+		}
+	}
+}
+
+// equalPaste compares pastes by their fields, nil and empty slices alike.
+func equalPaste(a, b *Paste) bool {
+	x, y := *a, *b
+	for _, p := range []*Paste{&x, &y} {
+		p.info = ReadInfo{}
+		if len(p.Content) == 0 {
+			p.Content = nil
+		}
+		if len(p.TokenHash) == 0 {
+			p.TokenHash = nil
+		}
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// TestCompaction removes most pastes, then checks that the survivors
+// moved out of the emptied slabs intact, their index keys with them, and
+// that nothing a reader sees changed.
+func TestCompaction(t *testing.T) {
+	l := newLog(t)
+	big := strings.Repeat("y", 3000)
+	const n = 4000 // about 3 slabs
+	for i := range n {
+		l.apply(create(fmt.Sprintf("p%05d", i), "", func(p *Paste) {
+			p.Content = []byte(big + fmt.Sprint(i))
+			if i%10 == 0 {
+				p.ExpiresAt = 1000 * sec
+			}
+		}))
+	}
+	slabs := func() map[*slab]int {
+		m := map[*slab]int{}
+		l.f.cur.Load().pastes.ascend(func(_ string, r ref) bool { m[r.s]++; return true })
+		return m
+	}
+	if got := len(slabs()); got < 3 {
+		t.Fatalf("%d pastes in %d slabs, want at least 3", n, got)
+	}
+	for i := range n {
+		if i%10 != 0 {
+			l.apply(&Command{Type: TypeDelete, ID: fmt.Sprintf("p%05d", i), Now: 2 * sec, Admin: true})
+		}
+	}
+	st := l.f.cur.Load()
+	cur := st.arena.cur
+	for s := range slabs() {
+		if s != cur {
+			t.Errorf("a paste still in a slab other than the current one")
+		}
+	}
+	if len(st.arena.sparse) != 0 {
+		t.Errorf("%d slabs still queued", len(st.arena.sparse))
+	}
+	// Every index key points into the record it indexes.
+	st.pastes.ascend(func(id string, r ref) bool {
+		if !sameString(id, recordID(r.record())) {
+			t.Errorf("index key %q is not the record's", id)
+		}
+		return true
+	})
+	st.expiry.t.Ascend(func(k timeKey) bool {
+		r, _ := st.pastes.get(k.id)
+		if !sameString(k.id, recordID(r.record())) {
+			t.Errorf("expiry key %q points outside its record", k.id)
+		}
+		return true
+	})
+	for i := 0; i < n; i += 10 {
+		id := fmt.Sprintf("p%05d", i)
+		p, ok := l.f.Get(id, time.Unix(0, 3*sec))
+		if !ok || string(p.Content) != big+fmt.Sprint(i) || p.ID != id {
+			t.Fatalf("after compaction, %s reads %v", id, ok)
+		}
+	}
+	// The same pastes, never compacted, read the same.
+	fresh := newLog(t)
+	for i := 0; i < n; i += 10 {
+		fresh.apply(create(fmt.Sprintf("p%05d", i), "", func(p *Paste) {
+			p.Content = []byte(big + fmt.Sprint(i))
+			p.ExpiresAt = 1000 * sec
+		}))
+	}
+	var got, want []*Paste
+	l.f.View().Walk(func(p *Paste) bool { got = append(got, p); return true })
+	fresh.f.View().Walk(func(p *Paste) bool { want = append(want, p); return true })
+	if !slices.EqualFunc(got, want, equalPaste) {
+		t.Fatal("the compacted store reads differently from one never compacted")
+	}
+}
+
+// sameString reports whether a and b are the same bytes in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+func TestLargeRecordHasItsOwnSlab(t *testing.T) {
+	l := newLog(t)
+	l.apply(create("small", ""))
+	l.apply(create("large", "", func(p *Paste) { p.Content = bytes.Repeat([]byte("z"), largeRecord+1) }))
+	st := l.f.cur.Load()
+	small, _ := st.pastes.get("small")
+	large, _ := st.pastes.get("large")
+	if large.s == small.s || large.s == st.arena.cur || len(large.s.buf) != int(large.n) {
+		t.Fatalf("a large record shares a slab, or its slab is not its size")
+	}
+	l.apply(&Command{Type: TypeDelete, ID: "large", Now: 2 * sec, Admin: true})
+	if _, ok := l.f.Get("large", time.Unix(0, 2*sec)); ok {
+		t.Fatal("large paste still readable")
+	}
+	if p, ok := l.f.Get("small", time.Unix(0, 2*sec)); !ok || string(p.Content) != "content of small" {
+		t.Fatal("small paste lost")
+	}
+}
