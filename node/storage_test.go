@@ -8,18 +8,22 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestStorageGuard(t *testing.T) {
 	free := int64(100 << 20)
 	g := newStorageGuard("/data", 8<<20, slog.New(slog.DiscardHandler))
 	g.free = func(string) (int64, bool) { return free, true }
+	// Every admit reads the file system afresh: a second passes per call.
+	clock := time.Unix(0, 0)
+	g.now = func() time.Time { clock = clock.Add(time.Second); return clock }
 
-	if err := g.admit(); err != nil {
+	if err := g.admit(0); err != nil {
 		t.Fatalf("100 MiB free, 8 MiB reserve: %v", err)
 	}
 	free = 7 << 20
-	err := g.admit()
+	err := g.admit(0)
 	if !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "7 MiB free") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("below the reserve: got %v, want a one-line ErrStorageFull with the free space", err)
 	}
@@ -27,7 +31,7 @@ func TestStorageGuard(t *testing.T) {
 		t.Errorf("stats %+v: want full with 1 refused", st)
 	}
 	free = 9 << 20
-	if err := g.admit(); err != nil {
+	if err := g.admit(0); err != nil {
 		t.Fatalf("back above the reserve: %v", err)
 	}
 
@@ -39,11 +43,11 @@ func TestStorageGuard(t *testing.T) {
 		t.Errorf("write errors counted: %d, want 1 (only the one for want of space)", g.errors.Load())
 	}
 	free = 20 << 20
-	if err := g.admit(); !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "a write failed") {
+	if err := g.admit(0); !errors.Is(err, ErrStorageFull) || !strings.Contains(err.Error(), "a write failed") {
 		t.Fatalf("20 MiB free after a failed write at 9 MiB: got %v, want refused until 26 MiB", err)
 	}
 	free = 26 << 20
-	if err := g.admit(); err != nil {
+	if err := g.admit(0); err != nil {
 		t.Fatalf("26 MiB free: %v", err)
 	}
 	if st := (&Node{storage: g}).Storage(); st.Full {
@@ -64,5 +68,40 @@ func TestNoSpace(t *testing.T) {
 		if got := noSpace(tc.err); got != tc.want {
 			t.Errorf("noSpace(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestStorageGuardReadsFreeSpaceSparingly checks that creates in quick
+// succession share one read of the free space, and that what they admit
+// counts against it.
+func TestStorageGuardReadsFreeSpaceSparingly(t *testing.T) {
+	free, reads := int64(100<<20), 0
+	g := newStorageGuard("/data", 8<<20, slog.New(slog.DiscardHandler))
+	g.free = func(string) (int64, bool) { reads++; return free, true }
+	clock := time.Unix(0, 0)
+	g.now = func() time.Time { return clock }
+
+	for range 90 {
+		if err := g.admit(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("90 creates within %v read the free space %d times, want once", statfsEvery, reads)
+	}
+	// 90 MiB admitted of 100 free: the next MiB would cut into the 8 MiB
+	// reserve, so the guard looks again and finds the disk filled.
+	free = 7 << 20
+	if err := g.admit(3 << 20); !errors.Is(err, ErrStorageFull) || reads != 2 {
+		t.Fatalf("past the space read: %v after %d reads, want refused after a second read", err, reads)
+	}
+	free = 50 << 20
+	if err := g.admit(1); err != nil || reads != 3 {
+		t.Fatalf("after a refusal the guard must read again: %v, %d reads", err, reads)
+	}
+	clock = clock.Add(statfsEvery)
+	free = 7 << 20
+	if err := g.admit(1); !errors.Is(err, ErrStorageFull) {
+		t.Fatalf("after %v the guard must read again and refuse: %v", statfsEvery, err)
 	}
 }

@@ -45,7 +45,7 @@ type CreateRequest struct {
 // While the data dir is (nearly) full, Create returns an error wrapping
 // ErrStorageFull at once, without proposing anything.
 func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error) {
-	if err := n.storage.admit(); err != nil {
+	if err := n.storage.admit(int64(len(req.Content))); err != nil {
 		return nil, err
 	}
 	now := time.Now()
