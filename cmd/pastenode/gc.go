@@ -17,18 +17,21 @@ import (
 // MiB, instead of doubling. The runtime also keeps about a twentieth over
 // its heap goal from the OS, so a headroom counts about 1.05 times.
 //
-// The price is collector CPU, which a store's writes pay: measured with
-// 100k creates of 1 KiB from 32 clients on one node (150 MB live at the
-// end, bolt's hash-map freelist), the process took 13.2 s of CPU and ended
-// at 214 MiB RSS with a 32 MiB floor (102 collections), 16.1 s and 198 MiB
-// with the 16 MiB floor (209 collections): about 29 µs more per create; a
-// 3-node cluster took creates through a follower about a sixth slower
-// (make bench's creates row, 0.95x etcd rather than 1.13x). Beyond 128
-// MiB live the eighth applies and the floor no longer matters. A floor
-// that tapers with the live heap does not help either way: 48 MiB less a
-// quarter of it made that row 1.11x etcd, but a node with 10k pastes then
-// needed 88 MiB, over the memory row's 1.5x content + 64 MiB for that
-// size; 32 MiB less an eighth fitted and did not move the row
+// The price is collector CPU, which a store's writes pay. It was large
+// while each paste was a handful of objects that every collection
+// marked: 100k creates of 1 KiB from 32 clients on one node took 13.2 s
+// of process CPU with a 32 MiB floor (102 collections) and 16.1 s with
+// the 16 MiB floor (209 collections), and a 3-node cluster took creates
+// through a follower about a sixth slower. Since the pastes live in
+// pointer-free slabs (fsm/arena.go), which a collection marks in one step
+// each, the same load takes 8.0 and 7.8 s with the 16 MiB floor against
+// 7.6 and 7.2 s with 32 MiB, for 190 and 184 MiB RSS against 202 and
+// 193 MiB. Beyond 128 MiB live the eighth applies and the floor no
+// longer matters. A floor that tapers with the live heap did not help
+// (measured before the slabs): 48 MiB less a quarter of it made the
+// creates row 1.11x etcd rather than 0.96x, but a node with 10k pastes
+// then needed 88 MiB, over the memory row's 1.5x content + 64 MiB for
+// that size; 32 MiB less an eighth fitted and did not move the row
 // (BENCHMARKS.md). GOGC=100 in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
@@ -43,7 +46,8 @@ const (
 	// buffers; with an eighth of a 150 MB store as headroom the node
 	// collected about 40 times, each marking the whole store: a fifth of
 	// the export's CPU (4.5 s rather than 3.6 s here). With 128 MiB more
-	// it collects about 6 times. The node's heap may grow by up to this
+	// it collects about 6 times. Since the store is cheap to mark it
+	// still pays: 2.2 and 2.1 s rather than 2.6 and 2.5 s without. The node's heap may grow by up to this
 	// much while exports build, however many (less on a heap under 14
 	// MiB, where GOGC stays at gcMaxPercent; the soft memory limit, where
 	// the node knows its memory, still holds), and the runtime gives it
