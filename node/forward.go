@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -203,7 +202,7 @@ func (f *forwarder) deliver(batch []*forwarded) {
 // that type, else as entries handed to Raft before any is waited for, so
 // that they share one append and one fsync on every node either way.
 func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r.Body, r.ContentLength, n.cfg.MaxCommandBytes+batchFraming) // as limited in rpcServer
 	if err != nil {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
@@ -233,6 +232,7 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	writeMsgpack(w, replies)
 }
+
 
 // admittedCommand is a command of a batch call that admitCommand let in.
 type admittedCommand struct {
