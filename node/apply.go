@@ -43,6 +43,11 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 			if err := n.fsm.WaitIndex(hold, index); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
 			}
+			if p := res.Paste; p != nil && p.Content == nil && cmd.Type == fsm.TypeCreate {
+				// A lean reply (leanReplies): the paste created is this
+				// command's, retried or not, and so is its content.
+				p.Content = cmd.Paste.Content
+			}
 			return res, nil
 		}
 		if !retryable(err) {

@@ -230,9 +230,23 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 	} else {
 		n.applyEach(r.Context(), admitted, replies)
 	}
+	if r.URL.Query().Has(leanReplies) {
+		for _, c := range admitted {
+			if p := replies[c.at].Paste; p != nil && c.cmd.Type == fsm.TypeCreate {
+				lean := *p
+				lean.Content = nil
+				replies[c.at].Paste = &lean
+			}
+		}
+	}
 	writeMsgpack(w, replies)
 }
 
+// leanReplies, a query parameter of the batch call, asks the leader to
+// leave the content out of the pastes that creates return: the caller
+// has it in the commands it sent (Node.propose puts it back). A leader
+// that does not know the parameter sends the content, as before.
+const leanReplies = "lean"
 
 // admittedCommand is a command of a batch call that admitCommand let in.
 type admittedCommand struct {

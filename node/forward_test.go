@@ -257,11 +257,16 @@ func TestForwarderFailsEveryCommandOfAFailedCall(t *testing.T) {
 // replies; it fails the test unless n answers 200.
 func batchRPC(t *testing.T, n *Node, cmds ...[]byte) []applyReply {
 	t.Helper()
+	return batchCall(t, n, "/internal/v1/apply-batch", cmds...)
+}
+
+func batchCall(t *testing.T, n *Node, path string, cmds ...[]byte) []applyReply {
+	t.Helper()
 	body, err := msgpack.Marshal(cmds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := rawRPC(t, n, http.MethodPost, "/internal/v1/apply-batch", body)
+	resp := rawRPC(t, n, http.MethodPost, path, body)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("batch call: %s", resp.Status)
@@ -340,6 +345,28 @@ func TestBatchCallChecksEachCommand(t *testing.T) {
 	}
 }
 
+// TestBatchCallLeanReplies: asked with leanReplies, the leader leaves the
+// content out of the pastes creates return, and only then.
+func TestBatchCallLeanReplies(t *testing.T) {
+	n := openNode(t)
+	now := time.Now().UnixNano()
+	create := func(id string) []byte {
+		return encodeCommand(t, &fsm.Command{Type: fsm.TypeCreate, Now: now, RequestID: "r-" + id,
+			Paste: &fsm.Paste{ID: id, Content: []byte("content of " + id), CreatedAt: now}})
+	}
+	full := batchRPC(t, n, create("full-paste"))[0]
+	lean := batchCall(t, n, "/internal/v1/apply-batch?"+leanReplies, create("lean-paste"))[0]
+	if full.Paste == nil || string(full.Paste.Content) != "content of full-paste" {
+		t.Errorf("a plain batch call's create reply %+v, want the paste with its content", full.Paste)
+	}
+	if lean.Paste == nil || lean.Paste.ID != "lean-paste" || lean.Paste.Content != nil {
+		t.Errorf("a lean batch call's create reply %+v, want the paste without content", lean.Paste)
+	}
+	if p, ok := n.fsm.Get("lean-paste", time.Now()); !ok || string(p.Content) != "content of lean-paste" {
+		t.Error("the lean reply changed the stored paste")
+	}
+}
+
 // TestBatchCallRefusesBadBodies: a batch body the leader cannot take
 // answers 400 or 413 and reaches nothing.
 func TestBatchCallRefusesBadBodies(t *testing.T) {
@@ -397,6 +424,8 @@ func TestForwardedCreatesSurviveALeaderChange(t *testing.T) {
 			if err == nil {
 				if _, ok := from.fsm.Get(p.ID, time.Now()); !ok {
 					err = fmt.Errorf("paste %s not readable on %s once created", p.ID, from.ID())
+				} else if string(p.Content) != fmt.Sprint(i) {
+					err = fmt.Errorf("create %d returned a paste of content %q", i, p.Content)
 				}
 			}
 			errs <- err
@@ -420,6 +449,23 @@ func TestForwardedCreatesSurviveALeaderChange(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// TestForwardedCreateReturnsItsPaste: a create through a follower returns
+// the paste with its content, which the leader's lean reply left out.
+func TestForwardedCreateReturnsItsPaste(t *testing.T) {
+	nodes := openCluster(t, 3)
+	_, followers := leaderOf(t, nodes)
+	for i := range 3 {
+		content := fmt.Sprintf("forwarded %d", i)
+		p, err := followers[0].Create(context.Background(), CreateRequest{Content: []byte(content), Title: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(p.Content) != content || p.Title != "t" || p.ID == "" {
+			t.Fatalf("create %d returned %+v, want its content %q and title", i, p, content)
+		}
 	}
 }
 

@@ -268,7 +268,7 @@ func (n *Node) sendBatch(ctx context.Context, batch [][]byte) ([]applyReply, err
 	}
 	var replies []applyReply
 	limit := int64(len(batch))*n.cfg.MaxCommandBytes + batchFraming
-	if err := n.roundTrip(ctx, http.MethodPost, "/internal/v1/apply-batch", body, limit, &replies); err != nil {
+	if err := n.roundTrip(ctx, http.MethodPost, "/internal/v1/apply-batch?"+leanReplies, body, limit, &replies); err != nil {
 		return nil, err
 	}
 	return replies, nil
