@@ -21,8 +21,8 @@ import (
 // changed: the state that indexes it may still be read while later
 // states are built, as the B-trees' nodes are. Space that removed pastes
 // leave behind is taken back by compaction: once half of a slab is
-// garbage, the records still indexed move to the current slab and the
-// slab is left to the collector, which frees it once no older state and no
+// garbage, the records still indexed move to the current slab (a few
+// slabs per apply batch) and the slab is left to the collector, which frees it once no older state and no
 // Paste handed out points into it.
 const (
 	slabSize = 4 << 20
@@ -277,10 +277,18 @@ func (a *arena) check(s *slab) {
 	}
 }
 
-// takeSparse returns the slabs to compact and forgets them.
+// compactPerApply is how many slabs an apply batch compacts at most: a
+// slab moves at most half its 4 MiB, so an apply copies at most 16 MiB
+// however much it removed (an expiry after a long stop, say). The rest
+// waits for the next applies.
+const compactPerApply = 8
+
+// takeSparse returns up to compactPerApply slabs to compact and forgets
+// them.
 func (a *arena) takeSparse() []*slab {
-	s := a.sparse
-	a.sparse = nil
+	n := min(len(a.sparse), compactPerApply)
+	s := a.sparse[:n:n]
+	a.sparse = a.sparse[n:]
 	return s
 }
 

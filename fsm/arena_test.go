@@ -152,3 +152,21 @@ func TestLargeRecordHasItsOwnSlab(t *testing.T) {
 		t.Fatal("small paste lost")
 	}
 }
+
+// TestCompactionIsBoundedPerApply: an apply compacts at most
+// compactPerApply slabs; the rest wait, in order, for the next applies.
+func TestCompactionIsBoundedPerApply(t *testing.T) {
+	var a arena
+	const n = 2*compactPerApply + 3
+	for range n {
+		s := &slab{buf: make([]byte, 64), used: 64}
+		a.check(s)
+	}
+	var got []int
+	for len(a.sparse) > 0 {
+		got = append(got, len(a.takeSparse()))
+	}
+	if want := []int{compactPerApply, compactPerApply, 3}; !slices.Equal(got, want) {
+		t.Fatalf("applies compacted %v slabs, want %v", got, want)
+	}
+}
