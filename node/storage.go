@@ -30,9 +30,13 @@ var ErrStorageFull = errors.New("insufficient storage")
 // entries; and when a store write fails for want of space anyway, it
 // refuses creates until the free space has grown well past what it was.
 //
-// The file system is asked at most every statfsEvery: in between, a
-// create is admitted if the free space last read, less the content
-// admitted since, still leaves the reserve. (Asking on every create was a
+// While the file system has plenty of room, it is asked at most every
+// statfsEvery: in between, a create is admitted if the free space last
+// read, less the content admitted since, still leaves the reserve and
+// statfsMargin besides. Near the reserve it is asked on every create, as
+// the log's writes take more than the content (bolt's pages, its file
+// growing, a snapshot being written), and only a fresh reading keeps the
+// last creates from reaching a full disk. (Asking on every create was a
 // twentieth of a follower's CPU under load.)
 type storageGuard struct {
 	dir     string
@@ -56,8 +60,12 @@ type storageGuard struct {
 }
 
 // statfsEvery is how long the free space read from the file system
-// stands in for the real one.
-const statfsEvery = 100 * time.Millisecond
+// stands in for the real one, and statfsMargin how much it must exceed
+// the reserve by for that: more than a node writes in statfsEvery.
+const (
+	statfsEvery  = 100 * time.Millisecond
+	statfsMargin = 1 << 30
+)
 
 func newStorageGuard(dir string, reserve int64, log *slog.Logger) *storageGuard {
 	return &storageGuard{dir: dir, reserve: reserve, log: log, free: diskFree, now: time.Now}
@@ -89,7 +97,7 @@ func (g *storageGuard) admitRecent(size int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ok := !g.checkedAt.IsZero() && g.needed == 0 && g.lastFree >= 0 &&
-		g.now().Sub(g.checkedAt) < statfsEvery && g.lastFree-g.since-size >= g.reserve
+		g.now().Sub(g.checkedAt) < statfsEvery && g.lastFree-g.since-size >= g.reserve+statfsMargin
 	if ok {
 		g.since += size
 	}

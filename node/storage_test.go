@@ -72,36 +72,48 @@ func TestNoSpace(t *testing.T) {
 }
 
 // TestStorageGuardReadsFreeSpaceSparingly checks that creates in quick
-// succession share one read of the free space, and that what they admit
-// counts against it.
+// succession share one read of the free space while it is plentiful, that
+// what they admit counts against it, and that near the reserve every
+// create reads it afresh.
 func TestStorageGuardReadsFreeSpaceSparingly(t *testing.T) {
-	free, reads := int64(100<<20), 0
-	g := newStorageGuard("/data", 8<<20, slog.New(slog.DiscardHandler))
+	const mib = 1 << 20
+	free, reads := int64(statfsMargin+100*mib), 0
+	g := newStorageGuard("/data", 8*mib, slog.New(slog.DiscardHandler))
 	g.free = func(string) (int64, bool) { reads++; return free, true }
 	clock := time.Unix(0, 0)
 	g.now = func() time.Time { return clock }
 
 	for range 90 {
-		if err := g.admit(1 << 20); err != nil {
+		if err := g.admit(mib); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if reads != 1 {
 		t.Fatalf("90 creates within %v read the free space %d times, want once", statfsEvery, reads)
 	}
-	// 90 MiB admitted of 100 free: the next MiB would cut into the 8 MiB
-	// reserve, so the guard looks again and finds the disk filled.
-	free = 7 << 20
-	if err := g.admit(3 << 20); !errors.Is(err, ErrStorageFull) || reads != 2 {
+	// 90 MiB admitted: 3 more would cut into the reserve and margin, so
+	// the guard looks again, and finds the disk filled meanwhile.
+	free = 7 * mib
+	if err := g.admit(3 * mib); !errors.Is(err, ErrStorageFull) || reads != 2 {
 		t.Fatalf("past the space read: %v after %d reads, want refused after a second read", err, reads)
 	}
-	free = 50 << 20
-	if err := g.admit(1); err != nil || reads != 3 {
-		t.Fatalf("after a refusal the guard must read again: %v, %d reads", err, reads)
+	// Near the reserve, every create looks.
+	free = 50 * mib
+	for i := range 3 {
+		if err := g.admit(1); err != nil || reads != 3+i {
+			t.Fatalf("50 MiB free: %v after %d reads, want admitted after %d", err, reads, 3+i)
+		}
+	}
+	// Plenty again: one look, then none until statfsEvery has passed.
+	free = statfsMargin + 100*mib
+	for range 2 {
+		if err := g.admit(1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	clock = clock.Add(statfsEvery)
-	free = 7 << 20
-	if err := g.admit(1); !errors.Is(err, ErrStorageFull) {
-		t.Fatalf("after %v the guard must read again and refuse: %v", statfsEvery, err)
+	free = 7 * mib
+	if err := g.admit(1); !errors.Is(err, ErrStorageFull) || reads != 7 {
+		t.Fatalf("after %v: %v after %d reads, want refused after a fresh read", statfsEvery, err, reads)
 	}
 }
