@@ -94,7 +94,7 @@ type Paste struct {
 	TokenHash []byte `msgpack:"th"`
 	RequestID string `msgpack:"r,omitempty"`
 
-	info ReadInfo // set by Seal when the paste enters the store; never encoded
+	info ReadInfo // set by Seal, or when the store hands the paste out; never encoded
 }
 
 // Expired reports whether p is past its expiry at now (Unix nanoseconds).

@@ -149,7 +149,8 @@ func (f *FSM) publish(s *state) {
 }
 
 // Get returns the paste id if it exists and has not expired at now. The
-// returned paste is shared: callers must not modify it.
+// Paste is the caller's, but its strings and slices are the store's
+// record: callers must not modify the bytes.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
 	r, ok := f.cur.Load().pastes.get(id)
 	if !ok {
