@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -143,6 +144,17 @@ func TestLargeRecordHasItsOwnSlab(t *testing.T) {
 	large, _ := st.pastes.get("large")
 	if large.s == small.s || large.s == st.arena.cur || len(large.s.buf) != int(large.n) {
 		t.Fatalf("a large record shares a slab, or its slab is not its size")
+	}
+	// A snapshot restores it the same way.
+	restored := New()
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, l.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := restored.Get("large", time.Unix(0, 2*sec)); !ok || len(p.Content) != largeRecord+1 {
+		t.Fatal("large paste lost in a snapshot")
+	}
+	if r, _ := restored.cur.Load().pastes.get("large"); len(r.s.buf) != int(r.n) {
+		t.Fatal("a restored large record shares a slab")
 	}
 	l.apply(&Command{Type: TypeDelete, ID: "large", Now: 2 * sec, Admin: true})
 	if _, ok := l.f.Get("large", time.Unix(0, 2*sec)); ok {
