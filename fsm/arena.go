@@ -9,21 +9,21 @@ import (
 
 // The store keeps every paste in memory, and the garbage collector marks
 // whatever the heap holds at every collection. A paste of its own struct,
-// strings and buffers is a dozen pointers to follow; at 100k pastes a
-// collection then took about 23 ms of CPU, and a node serving reads
-// collects several times a second. So the pastes live as records in large
-// byte slabs, which hold no pointers and are marked in one step each, and
-// the index holds, per paste, the id (a string inside the record) and
-// where the record is. The same heap of 100k pastes took 2.6 ms to mark.
-// Get and Walk hand out a Paste whose fields point into the record.
+// strings and buffers is a dozen pointers to follow: a synthetic heap of
+// 100k pastes took about 23 ms of CPU per collection, and a node serving
+// reads collects several times a second. So the pastes live as records in
+// large byte slabs, which hold no pointers and are marked in one step
+// each, and the index holds, per paste, the id (a string inside the
+// record) and where the record is: the same heap took 2.6 ms. Get and
+// Walk hand out a Paste whose fields point into the record.
 //
 // A record is the paste's fields in a fixed order, written once and never
-// changed: the state that indexes it may still be read while later
-// states are built, as the B-trees' nodes are. Space that removed pastes
-// leave behind is taken back by compaction: once half of a slab is
-// garbage, the records still indexed move to the current slab (a few
-// slabs per apply batch) and the slab is left to the collector, which frees it once no older state and no
-// Paste handed out points into it.
+// changed: the state that indexes it may still be read while later states
+// are built, as the B-trees' nodes are. Space that removed pastes leave
+// behind is taken back by compaction: once half of a slab is garbage, the
+// records still indexed move to the current slab (a few slabs per apply
+// batch) and the slab is left to the collector, which frees it once no
+// older state and no Paste handed out points into it.
 const (
 	slabSize = 4 << 20
 	// largeRecord is the size beyond which a record gets a slab of its
@@ -62,8 +62,9 @@ const (
 	flagText
 )
 
-// slab is a block of records. buf never changes once made, and neither do
-// the bytes below used: readers of older states may be reading them.
+// slab is a block of records. buf is set once, at its full size, and the
+// bytes below used never change: readers of older states may be reading
+// them while the writer fills the rest.
 type slab struct {
 	buf    []byte
 	used   int  // bytes handed out; the writer's only
