@@ -331,20 +331,21 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
-	return &Result{Paste: t.add(p)}
+	return &Result{Paste: t.add(p).paste()}
 }
 
-// add stores p, whose id must be free, and returns the stored paste.
-func (t *txn) add(p *Paste) *Paste {
+// add stores p, whose id must be free, and returns where. The index's
+// keys are the id inside the record.
+func (t *txn) add(p *Paste) ref {
 	r := t.arena.put(p)
-	stored := r.paste()
-	t.pastes.set(stored.ID, r)
+	id := recordID(r.record())
+	t.pastes.set(id, r)
 	if p.ExpiresAt != 0 {
-		t.expiry.insert(newTimeKey(p.ExpiresAt, stored.ID))
+		t.expiry.insert(newTimeKey(p.ExpiresAt, id))
 	}
 	t.count++
 	t.bytes += int64(len(p.Content))
-	return stored
+	return r
 }
 
 // compact moves the records still indexed out of the slabs that are at
