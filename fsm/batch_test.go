@@ -1,9 +1,12 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // TestBatchAppliesEachCommandInOrder: a batch entry applies its commands
@@ -42,5 +45,29 @@ func TestBatchAppliesEachCommandInOrder(t *testing.T) {
 	}
 	if _, err := Decode(mustEncode(t, &Command{Type: TypeBatch})); !errors.Is(err, ErrBadCommand) {
 		t.Fatalf("an empty batch decodes: err = %v", err)
+	}
+}
+
+// TestEncodeSizesItsBuffer: Encode writes the bytes msgpack.Marshal does,
+// into a buffer it sized once (msgpack.Marshal's doubles from 64 bytes),
+// whatever the command holds.
+func TestEncodeSizesItsBuffer(t *testing.T) {
+	big := create("big", "req-big")
+	big.Paste.Content = bytes.Repeat([]byte("x"), 64<<10)
+	big.Paste.Title, big.Paste.Lang, big.Paste.Burn, big.Paste.ExpiresAt = "a title", "go", true, 3*sec
+	batch := &Command{Type: TypeBatch, Batch: [][]byte{mustEncode(t, big), mustEncode(t, create("small", "req-small"))}}
+	for _, c := range []*Command{create("small", "req-small"), big, batch,
+		{Type: TypeDelete, ID: "small", TokenHash: HashToken("tok"), Admin: true, RequestID: "req-d", Now: 2 * sec}} {
+		want, err := msgpack.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustEncode(t, c)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: Encode differs from msgpack.Marshal", c.Type)
+		}
+		if cap(got) != c.sizeHint() {
+			t.Errorf("%s: %d bytes in a buffer of %d, want the %d sized for it", c.Type, len(got), cap(got), c.sizeHint())
+		}
 	}
 }

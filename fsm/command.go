@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -114,11 +115,52 @@ type Result struct {
 
 // Encode returns the log entry for c.
 func Encode(c *Command) ([]byte, error) {
-	b, err := msgpack.Marshal(c)
+	b, err := MarshalSized(c, c.sizeHint())
 	if err != nil {
 		return nil, fmt.Errorf("encode %s command: %w", c.Type, err)
 	}
 	return b, nil
+}
+
+// sizeHint is at least the bytes c encodes to, short of very long field
+// names: its variable-length fields, and a bound on the rest.
+func (c *Command) sizeHint() int {
+	n := 64 + len(c.RequestID) + len(c.ID) + len(c.TokenHash)
+	if p := c.Paste; p != nil {
+		n += 128 + len(p.ID) + len(p.Content) + len(p.Title) + len(p.Lang) + len(p.TokenHash) + len(p.RequestID)
+	}
+	if c.Batch != nil {
+		n += BatchSize(c.Batch)
+	}
+	return n
+}
+
+// BatchSize is the most bytes a batch of encoded commands encodes to as a
+// msgpack array: theirs, and a header for each and for the array.
+func BatchSize(batch [][]byte) int {
+	n := 5
+	for _, b := range batch {
+		n += 5 + len(b)
+	}
+	return n
+}
+
+// MarshalSized encodes v as msgpack.Marshal does, into a buffer of size
+// bytes to start with. msgpack.Marshal's buffer starts small and doubles,
+// so that encoding a paste of a few KiB allocates about three times its
+// size; a write path that encodes each paste more than once (a create,
+// the batch that forwards it, the log entry that holds it) then makes
+// the collector run several times as often. A size too small still
+// encodes, with the buffer growing as before.
+func MarshalSized(v any, size int) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	enc := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(enc)
+	enc.Reset(buf)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Decode parses a log entry and checks that it is a command this version

@@ -262,7 +262,7 @@ func (n *Node) sendForwarded(ctx context.Context, data []byte, t fsm.Type) (appl
 // sendBatch is the forwarder's call: the leader answers one reply per
 // command, each at most as large as the answer to a single call.
 func (n *Node) sendBatch(ctx context.Context, batch [][]byte) ([]applyReply, error) {
-	body, err := msgpack.Marshal(batch)
+	body, err := fsm.MarshalSized(batch, fsm.BatchSize(batch))
 	if err != nil {
 		return nil, err
 	}
