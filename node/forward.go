@@ -54,6 +54,7 @@ type forwarder struct {
 	// leader changes (leaderChanged); nil until the next call makes one.
 	calls  context.Context
 	cancel context.CancelFunc
+	closed bool // by close: nothing more is forwarded
 }
 
 // leaderChanged ends the calls in flight: they went to a leader that is no
@@ -67,6 +68,27 @@ func (f *forwarder) leaderChanged() {
 	if f.cancel != nil {
 		f.cancel()
 		f.calls, f.cancel = nil, nil
+	}
+}
+
+// close ends the calls in flight and fails the commands still queued, and
+// every command forwarded from now on, with ErrClosed: the node is
+// closing, and a call to the leader must not outlive it by up to the
+// commands' deadlines. A command whose call is ended may still be applied,
+// as when the leader changes.
+func (f *forwarder) close() {
+	f.mu.Lock()
+	f.closed = true
+	queued := f.queue
+	f.queue = nil
+	if f.cancel != nil {
+		f.cancel()
+		f.calls, f.cancel = nil, nil
+	}
+	f.mu.Unlock()
+	for _, c := range queued {
+		c.err = ErrClosed
+		close(c.done)
 	}
 }
 
@@ -99,6 +121,10 @@ func (f *forwarder) forward(ctx context.Context, data []byte) (applyReply, error
 	}
 	c := &forwarded{ctx: ctx, data: data, done: make(chan struct{})}
 	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return applyReply{}, ErrClosed
+	}
 	f.queue = append(f.queue, c)
 	start := f.senders < maxForwardCalls
 	if start {

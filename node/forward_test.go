@@ -231,6 +231,43 @@ func TestForwarderEndsCallsWhenTheLeaderChanges(t *testing.T) {
 	}
 }
 
+// TestForwarderCloseEndsEverything: closing the node's forwarder ends the
+// calls in flight at once, rather than at their commands' deadlines, and
+// fails the commands queued behind them and every later one.
+func TestForwarderCloseEndsEverything(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	queued := forwardAsync(ctx, f, "queued")
+	waitQueued(t, f, 1)
+	f.close()
+	// The fake leader holds its calls until they are cancelled.
+	recv := func(results <-chan forwardResult) forwardResult {
+		select {
+		case r := <-results:
+			return r
+		case <-time.After(10 * time.Second):
+			t.Fatal("a command still waits 10s after close")
+			return forwardResult{}
+		}
+	}
+	for range maxForwardCalls {
+		if r := recv(first); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("a call in flight at close: err = %v, want it cancelled", r.err)
+		}
+	}
+	if r := recv(queued); !errors.Is(r.err, ErrClosed) {
+		t.Fatalf("a command queued at close: err = %v, want ErrClosed", r.err)
+	}
+	if _, err := f.forward(ctx, []byte("later")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a command after close: err = %v, want ErrClosed", err)
+	}
+	if sizes := leader.callSizes(); len(sizes) != maxForwardCalls {
+		t.Fatalf("calls made: %v, want only the %d in flight at close", sizes, maxForwardCalls)
+	}
+}
+
 func TestForwarderFailsEveryCommandOfAFailedCall(t *testing.T) {
 	tests := []struct {
 		name string

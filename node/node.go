@@ -468,6 +468,9 @@ func (n *Node) Close() error {
 		}
 	}
 	close(n.stop)
+	if n.forwards != nil {
+		n.forwards.close()
+	}
 	if n.stopMetrics != nil {
 		n.stopMetrics()
 	}
@@ -486,6 +489,9 @@ func (n *Node) Close() error {
 func (n *Node) closeResources() {
 	if n.rpc != nil {
 		n.rpc.Close()
+	}
+	if n.client != nil {
+		n.client.CloseIdleConnections()
 	}
 	if n.trans != nil {
 		n.trans.Close()
