@@ -22,8 +22,9 @@ import (
 // are built, as the B-trees' nodes are. Space that removed pastes leave
 // behind is taken back by compaction: once half of a slab is garbage, the
 // records still indexed move to the current slab (a few slabs per apply
-// batch) and the slab is left to the collector, which frees it once no
-// older state and no Paste handed out points into it.
+// batch, and the rest by FSM.Compact while the node is idle) and the slab
+// is left to the collector, which frees it once no older state and no
+// Paste handed out points into it.
 const (
 	slabSize = 4 << 20
 	// largeRecord is the size beyond which a record gets a slab of its

@@ -182,3 +182,53 @@ func TestCompactionIsBoundedPerApply(t *testing.T) {
 		t.Fatalf("applies compacted %v slabs, want %v", got, want)
 	}
 }
+
+// TestCompactFinishesWhatAppliesLeft: an expiry that empties more slabs
+// than an apply compacts leaves the rest queued; Compact, which the node
+// calls while idle, moves them without an apply, and changes nothing a
+// reader sees nor the index applied.
+func TestCompactFinishesWhatAppliesLeft(t *testing.T) {
+	l := newLog(t)
+	content := strings.Repeat("z", 4000)
+	const n = 1000 * (compactPerApply + 4) // about compactPerApply+4 slabs
+	for i := range n {
+		l.apply(create(fmt.Sprintf("p%05d", i), "", func(p *Paste) {
+			p.Content = []byte(content + fmt.Sprint(i))
+			if i%4 != 0 {
+				p.ExpiresAt = 2 * sec
+			}
+		}))
+	}
+	l.apply(&Command{Type: TypeExpire, Now: 3 * sec})
+	index := l.f.Index()
+	if left := len(l.f.cur.Load().arena.sparse); left == 0 {
+		t.Fatalf("the expiry left no slab to compact; the test needs more than %d emptied", compactPerApply)
+	}
+	for calls := 1; l.f.Compact(); calls++ {
+		if calls > n {
+			t.Fatal("Compact keeps reporting more")
+		}
+	}
+	st := l.f.cur.Load()
+	if len(st.arena.sparse) != 0 {
+		t.Fatalf("%d slabs still queued after Compact reported none", len(st.arena.sparse))
+	}
+	st.pastes.ascend(func(id string, r ref) bool {
+		if r.s.live*2 < r.s.used && r.s != st.arena.cur {
+			t.Fatalf("%s is still in a slab at least half garbage", id)
+		}
+		return true
+	})
+	if l.f.Index() != index {
+		t.Fatalf("Compact changed the applied index from %d to %d", index, l.f.Index())
+	}
+	for i := 0; i < n; i += 4 {
+		id := fmt.Sprintf("p%05d", i)
+		if p, ok := l.f.Get(id, time.Unix(0, 4*sec)); !ok || string(p.Content) != content+fmt.Sprint(i) {
+			t.Fatalf("after Compact, %s reads %v", id, ok)
+		}
+	}
+	if l.f.Compact() {
+		t.Fatal("Compact with nothing queued reports more")
+	}
+}

@@ -140,6 +140,25 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	return out
 }
 
+// Compact compacts slabs that wait for it, as many as an apply does, and
+// reports whether more still wait. Each apply compacts only so many, so
+// after a large removal (an expiry after a long stop, say) the rest would
+// wait for the writes to come, holding their garbage; the node calls
+// Compact while idle. It changes where records are, not what the store
+// holds: the nodes need not agree on it.
+func (f *FSM) Compact() (more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.cur.Load()
+	if len(old.arena.sparse) == 0 {
+		return false
+	}
+	tx := newTxn(old)
+	tx.compact()
+	f.publish(tx.commit())
+	return len(old.arena.sparse) > 0
+}
+
 func (f *FSM) publish(s *state) {
 	f.cur.Store(s)
 	f.nmu.Lock()

@@ -240,7 +240,8 @@ func (n *Node) waitBarrier(ctx context.Context) error {
 // leaderLoop runs the leader's duties: a barrier at the start of each term
 // and the expiry reaper, which proposes Expire commands when something is
 // due. The reaper applies only locally and never forwards, so a deposed
-// leader cannot have its stale clock committed by the new one.
+// leader cannot have its stale clock committed by the new one. On every
+// node, its tick also finishes the store's compaction.
 func (n *Node) leaderLoop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -260,6 +261,9 @@ func (n *Node) leaderLoop() {
 		case <-tick.C:
 			n.reap()
 			n.stepDownIfRemoved()
+			// On every node: slabs an apply left to compact (fsm.Compact)
+			// must not wait for the next writes.
+			n.fsm.Compact()
 		}
 	}
 }
