@@ -41,7 +41,14 @@ func (t idTree[V]) get(id string) (V, bool) {
 }
 
 func (t idTree[V]) set(id string, v V) { t.t.ReplaceOrInsert(keyed[V]{id, v}) }
-func (t idTree[V]) len() int           { return t.t.Len() }
+
+// insert sets id to v and returns what id held before, if anything: one
+// descent where a get and a set take two.
+func (t idTree[V]) insert(id string, v V) (old V, replaced bool) {
+	kv, replaced := t.t.ReplaceOrInsert(keyed[V]{id, v})
+	return kv.v, replaced
+}
+func (t idTree[V]) len() int { return t.t.Len() }
 
 // delete removes id and returns what it held.
 func (t idTree[V]) delete(id string) (V, bool) {
