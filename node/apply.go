@@ -69,12 +69,23 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 }
 
 // applyOnce applies data, a command of type t, on the leader: here, or by
-// forwarding.
+// forwarding. Here, it goes with the other commands this node's clients
+// send at the same time, as a follower's go to the leader (forwarder):
+// one log entry for many, not one each. A removal goes alone, since it is
+// acknowledged only once the read leases allow, which must not hold up
+// the writes batched with it.
 func (n *Node) applyOnce(ctx context.Context, data []byte, t fsm.Type) (*fsm.Result, uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return n.forwardApply(ctx, data, t)
 	}
-	return n.applyLocal(ctx, data)
+	if t.Removes() {
+		return n.applyLocal(ctx, data)
+	}
+	o, err := n.local.forward(ctx, data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return o.res, o.index, o.err
 }
 
 // applyLocal applies data through this node's Raft, which must lead. It

@@ -34,13 +34,14 @@ const (
 	batchFraming = 5 + 5*maxForwardBatch
 )
 
-// forwarder coalesces forwarded commands into calls to the leader. Its
-// calls run on goroutines of their own, at most maxForwardCalls, which end
-// when nothing waits.
-type forwarder struct {
+// forwarder coalesces forwarded commands into calls to the leader, which
+// answers one R per command. Its calls run on goroutines of their own, at
+// most maxForwardCalls, which end when nothing waits. The leader batches
+// its own writes with one too (Node.local): a call is then an apply here.
+type forwarder[R any] struct {
 	// send delivers one batch to the leader and returns one reply per
 	// command, in order.
-	send func(ctx context.Context, batch [][]byte) ([]applyReply, error)
+	send func(ctx context.Context, batch [][]byte) ([]R, error)
 	// limit bounds one command, and the commands of a call together
 	// unless it carries only one.
 	limit int64
@@ -48,7 +49,7 @@ type forwarder struct {
 	hold time.Duration
 
 	mu      sync.Mutex
-	queue   []*forwarded
+	queue   []*forwarded[R]
 	senders int // goroutines sending calls
 	// calls is the context of the calls in flight, cancelled when the
 	// leader changes (leaderChanged); nil until the next call makes one.
@@ -62,7 +63,7 @@ type forwarder struct {
 // queued behind it until its deadline. Their commands fail as unreachable,
 // and their callers retry them, with the same request ids, at the new
 // leader.
-func (f *forwarder) leaderChanged() {
+func (f *forwarder[R]) leaderChanged() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.cancel != nil {
@@ -76,7 +77,7 @@ func (f *forwarder) leaderChanged() {
 // closing, and a call to the leader must not outlive it by up to the
 // commands' deadlines. A command whose call is ended may still be applied,
 // as when the leader changes.
-func (f *forwarder) close() {
+func (f *forwarder[R]) close() {
 	f.mu.Lock()
 	f.closed = true
 	queued := f.queue
@@ -93,7 +94,7 @@ func (f *forwarder) close() {
 }
 
 // callContext returns the context the next call derives from.
-func (f *forwarder) callContext() context.Context {
+func (f *forwarder[R]) callContext() context.Context {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.calls == nil {
@@ -103,11 +104,11 @@ func (f *forwarder) callContext() context.Context {
 }
 
 // forwarded is one command waiting for the leader's reply.
-type forwarded struct {
+type forwarded[R any] struct {
 	ctx   context.Context
 	data  []byte
 	done  chan struct{} // closed once reply or err is set
-	reply applyReply
+	reply R
 	err   error
 }
 
@@ -115,15 +116,16 @@ type forwarded struct {
 // time, and returns the leader's reply. It fails when ctx ends first: the
 // command may then still be applied, as when a single call's answer is
 // lost, and a retry with the same request id is applied at most once.
-func (f *forwarder) forward(ctx context.Context, data []byte) (applyReply, error) {
+func (f *forwarder[R]) forward(ctx context.Context, data []byte) (R, error) {
+	var none R
 	if int64(len(data)) > f.limit {
-		return applyReply{}, fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), f.limit)
+		return none, fmt.Errorf("%w: %d bytes, the limit is %d", fsm.ErrBadCommand, len(data), f.limit)
 	}
-	c := &forwarded{ctx: ctx, data: data, done: make(chan struct{})}
+	c := &forwarded[R]{ctx: ctx, data: data, done: make(chan struct{})}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
-		return applyReply{}, ErrClosed
+		return none, ErrClosed
 	}
 	f.queue = append(f.queue, c)
 	start := f.senders < maxForwardCalls
@@ -138,12 +140,12 @@ func (f *forwarder) forward(ctx context.Context, data []byte) (applyReply, error
 	case <-c.done:
 		return c.reply, c.err
 	case <-ctx.Done():
-		return applyReply{}, fmt.Errorf("%w: %w", errUnreachable, ctx.Err())
+		return none, fmt.Errorf("%w: %w", errUnreachable, ctx.Err())
 	}
 }
 
 // run sends calls until no command waits.
-func (f *forwarder) run() {
+func (f *forwarder[R]) run() {
 	for {
 		batch := f.take()
 		if batch == nil {
@@ -156,7 +158,7 @@ func (f *forwarder) run() {
 // take removes the next batch from the queue: the commands that waited
 // longest, up to maxForwardBatch and f.limit bytes. With an empty queue it
 // returns nil, and the calling goroutine counts itself out.
-func (f *forwarder) take() []*forwarded {
+func (f *forwarder[R]) take() []*forwarded[R] {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var n int
@@ -172,7 +174,7 @@ func (f *forwarder) take() []*forwarded {
 		f.senders--
 		return nil
 	}
-	batch := make([]*forwarded, n)
+	batch := make([]*forwarded[R], n)
 	copy(batch, f.queue)
 	// Delete clears the slots it vacates, so that no command's bytes stay
 	// reachable from the queue once sent.
@@ -182,7 +184,7 @@ func (f *forwarder) take() []*forwarded {
 
 // deliver sends the commands of batch whose callers still wait in one
 // call, and hands each its reply, or the call's error.
-func (f *forwarder) deliver(batch []*forwarded) {
+func (f *forwarder[R]) deliver(batch []*forwarded[R]) {
 	live := batch[:0]
 	for _, c := range batch {
 		if c.ctx.Err() == nil {
@@ -222,11 +224,7 @@ func (f *forwarder) deliver(batch []*forwarded) {
 }
 
 // handleApplyBatch applies the commands a follower's forwarder sent in one
-// call and answers one applyReply each, in order. Each command is checked
-// on its own as handleApply checks it, and the ones admitted are appended
-// to the log together: as one TypeBatch entry once every live member knows
-// that type, else as entries handed to Raft before any is waited for, so
-// that they share one append and one fsync on every node either way.
+// call (applyBatch) and answers one applyReply each, in order.
 func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r.Body, r.ContentLength, n.cfg.MaxCommandBytes+batchFraming) // as limited in rpcServer
 	if err != nil {
@@ -238,23 +236,10 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a batch of commands", http.StatusBadRequest)
 		return
 	}
-	// The members' protocol, asked once for the whole call: each ask
-	// reads the Raft configuration and walks the gossip members.
-	proto := n.peerProtocol()
+	outcomes, admitted := n.applyBatch(r.Context(), batch, true)
 	replies := make([]applyReply, len(batch))
-	var admitted []admittedCommand
-	for i, data := range batch {
-		cmd, refused := n.admitCommand(data, proto)
-		if refused != nil {
-			replies[i] = *refused
-			continue
-		}
-		admitted = append(admitted, admittedCommand{i, data, cmd})
-	}
-	if len(admitted) > 1 && proto >= fsm.Since(fsm.TypeBatch) {
-		n.applyAsOne(r.Context(), admitted, replies)
-	} else {
-		n.applyEach(r.Context(), admitted, replies)
+	for i, o := range outcomes {
+		replies[i] = o.reply()
 	}
 	if r.URL.Query().Has(leanReplies) {
 		for _, c := range admitted {
@@ -274,28 +259,77 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 // that does not know the parameter sends the content, as before.
 const leanReplies = "lean"
 
-// admittedCommand is a command of a batch call that admitCommand let in.
+// applied is the outcome of one command of a batch on the leader: the
+// result and index of its entry, or why it was not applied.
+type applied struct {
+	res   *fsm.Result
+	index uint64
+	err   error
+}
+
+// reply is o as the batch call answers it.
+func (o applied) reply() applyReply { return resultReply(o.res, o.index, o.err) }
+
+// applyLocalBatch is the send of the leader's own forwarder (Node.local):
+// the creates this node's clients sent at the same time, applied together.
+func (n *Node) applyLocalBatch(ctx context.Context, batch [][]byte) ([]applied, error) {
+	outcomes, _ := n.applyBatch(ctx, batch, false)
+	return outcomes, nil
+}
+
+// applyBatch applies the commands of a batch, which came from a follower's
+// forwarder or, when forwarded is false, from this leader's own, and
+// returns one outcome each, in order, and the commands it admitted. Each
+// command is checked on its own as a single forwarded one is
+// (admitCommand), and the ones admitted are appended to the log together:
+// as one TypeBatch entry once every live member knows that type, else as
+// entries handed to Raft before any is waited for, so that they share one
+// append and one fsync on every node either way.
+func (n *Node) applyBatch(ctx context.Context, batch [][]byte, forwarded bool) ([]applied, []admittedCommand) {
+	// The members' protocol, asked once for the whole call: each ask
+	// reads the Raft configuration and walks the gossip members.
+	proto := n.peerProtocol()
+	outcomes := make([]applied, len(batch))
+	var admitted []admittedCommand
+	for i, data := range batch {
+		cmd, err := n.admitCommand(data, proto, forwarded)
+		if err != nil {
+			outcomes[i].err = err
+			continue
+		}
+		admitted = append(admitted, admittedCommand{i, data, cmd})
+	}
+	if len(admitted) > 1 && proto >= fsm.Since(fsm.TypeBatch) {
+		n.applyAsOne(ctx, admitted, outcomes)
+	} else {
+		n.applyEach(ctx, admitted, outcomes)
+	}
+	return outcomes, admitted
+}
+
+// admittedCommand is a command of a batch that admitCommand let in.
 type admittedCommand struct {
-	at   int // its place in the batch and the replies
+	at   int // its place in the batch and the outcomes
 	data []byte
 	cmd  *fsm.Command
 }
 
 // applyEach proposes each command as an entry of its own, all before any
-// is waited for, and sets their replies.
-func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, replies []applyReply) {
+// is waited for, and sets their outcomes.
+func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, outcomes []applied) {
 	futures := make([]raft.ApplyFuture, len(cmds))
 	for i, c := range cmds {
 		futures[i] = n.startApply(ctx, c.data)
 	}
 	for i, c := range cmds {
-		replies[c.at] = resultReply(n.awaitApply(ctx, futures[i], c.cmd.Type.Removes()))
+		o := &outcomes[c.at]
+		o.res, o.index, o.err = n.awaitApply(ctx, futures[i], c.cmd.Type.Removes())
 	}
 }
 
 // applyAsOne proposes the commands as one TypeBatch entry and sets their
-// replies from its results.
-func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, replies []applyReply) {
+// outcomes from its results.
+func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, outcomes []applied) {
 	entry := &fsm.Command{Type: fsm.TypeBatch, Batch: make([][]byte, len(cmds))}
 	removes := false
 	for i, c := range cmds {
@@ -313,9 +347,9 @@ func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, replies [
 	}
 	for i, c := range cmds {
 		if err != nil {
-			replies[c.at] = resultReply(nil, 0, err)
+			outcomes[c.at] = applied{err: err}
 		} else {
-			replies[c.at] = resultReply(res.Batch[i], index, nil)
+			outcomes[c.at] = applied{res: res.Batch[i], index: index}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode/fsm"
@@ -67,7 +68,7 @@ type forwardResult struct {
 }
 
 // forwardAsync forwards each of cmds on a goroutine of its own.
-func forwardAsync(ctx context.Context, f *forwarder, cmds ...string) <-chan forwardResult {
+func forwardAsync(ctx context.Context, f *forwarder[applyReply], cmds ...string) <-chan forwardResult {
 	out := make(chan forwardResult, len(cmds))
 	for _, c := range cmds {
 		go func() {
@@ -80,11 +81,11 @@ func forwardAsync(ctx context.Context, f *forwarder, cmds ...string) <-chan forw
 
 // busyForwarder returns a forwarder whose maxForwardCalls calls are all in
 // flight and held until close(leader.release).
-func busyForwarder(t *testing.T, leader *fakeLeader, limit int64) (*forwarder, <-chan forwardResult) {
+func busyForwarder(t *testing.T, leader *fakeLeader, limit int64) (*forwarder[applyReply], <-chan forwardResult) {
 	t.Helper()
 	leader.started = make(chan struct{}, maxForwardBatch)
 	leader.release = make(chan struct{})
-	f := &forwarder{send: leader.send, limit: limit, hold: time.Minute}
+	f := &forwarder[applyReply]{send: leader.send, limit: limit, hold: time.Minute}
 	results := make(chan forwardResult, maxForwardCalls)
 	for i := range maxForwardCalls {
 		// One at a time, or a sender takes several in one call.
@@ -95,7 +96,7 @@ func busyForwarder(t *testing.T, leader *fakeLeader, limit int64) (*forwarder, <
 }
 
 // waitQueued waits until n commands wait in f's queue.
-func waitQueued(t *testing.T, f *forwarder, n int) {
+func waitQueued(t *testing.T, f *forwarder[applyReply], n int) {
 	t.Helper()
 	waitUntil(t, 5*time.Second, "commands queued", func() error {
 		f.mu.Lock()
@@ -279,7 +280,7 @@ func TestForwarderFailsEveryCommandOfAFailedCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &forwarder{send: tt.send, limit: 1 << 20, hold: time.Minute}
+			f := &forwarder[applyReply]{send: tt.send, limit: 1 << 20, hold: time.Minute}
 			results := forwardAsync(context.Background(), f, "a", "b", "c", "d", "e", "f")
 			for range 6 {
 				if r := <-results; !errors.Is(r.err, tt.want) {
@@ -531,5 +532,66 @@ func TestForwardingFallsBackForAnOldLeader(t *testing.T) {
 	}
 	if batches != 3 {
 		t.Fatalf("%d batch calls tried, want 3", batches)
+	}
+}
+
+// TestLeaderBatchesItsOwnCreates: creates that a leader's own clients send
+// at the same time go to the log together, a few entries for many (which
+// a restart then replays quickly), and each returns its own paste.
+func TestLeaderBatchesItsOwnCreates(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, _ := leaderOf(t, nodes)
+	first, err := leader.logs.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const count = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, count)
+	for i := range count {
+		wg.Go(func() {
+			content := fmt.Sprintf("local %d", i)
+			p, err := leader.Create(context.Background(), CreateRequest{Content: []byte(content)})
+			if err == nil && string(p.Content) != content {
+				err = fmt.Errorf("create %d returned a paste of content %q", i, p.Content)
+			}
+			if err == nil {
+				if got, ok := leader.fsm.Get(p.ID, time.Now()); !ok || string(got.Content) != content {
+					err = fmt.Errorf("paste %s of create %d does not read back", p.ID, i)
+				}
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := leader.logs.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries, batches int
+	for i := first + 1; i <= last; i++ {
+		var l raft.Log
+		if err := leader.logs.GetLog(i, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		entries++
+		if cmd, err := fsm.Decode(l.Data); err == nil && cmd.Type == fsm.TypeBatch {
+			batches++
+		}
+	}
+	if entries > count/4 || batches == 0 {
+		t.Fatalf("%d concurrent creates took %d log entries, %d of them batches; want a few batches", count, entries, batches)
+	}
+	if got, _ := leader.Stats(); got != count {
+		t.Fatalf("%d pastes, want %d", got, count)
 	}
 }

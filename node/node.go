@@ -224,8 +224,10 @@ type Node struct {
 	mux    *muxListener
 	rpc    *http.Server
 	client *http.Client
-	// forwards coalesces the commands this node forwards to the leader.
-	forwards *forwarder
+	// forwards coalesces the commands this node forwards to the leader;
+	// local, those it applies as the leader.
+	forwards *forwarder[applyReply]
+	local    *forwarder[applied]
 	newID    func() string // draws paste ids; tests replace it
 
 	storage *storageGuard
@@ -399,7 +401,8 @@ func (n *Node) listen(hlog hclog.Logger) error {
 	})
 	n.rpc = n.rpcServer()
 	n.client = n.rpcClient()
-	n.forwards = &forwarder{send: n.sendBatch, limit: n.cfg.MaxCommandBytes, hold: n.cfg.WriteHold}
+	n.forwards = &forwarder[applyReply]{send: n.sendBatch, limit: n.cfg.MaxCommandBytes, hold: n.cfg.WriteHold}
+	n.local = &forwarder[applied]{send: n.applyLocalBatch, limit: n.cfg.MaxCommandBytes, hold: n.cfg.WriteHold}
 	return nil
 }
 
@@ -470,6 +473,7 @@ func (n *Node) Close() error {
 	close(n.stop)
 	if n.forwards != nil {
 		n.forwards.close()
+		n.local.close()
 	}
 	if n.stopMetrics != nil {
 		n.stopMetrics()

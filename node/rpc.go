@@ -132,41 +132,47 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	cmd, refused := n.admitCommand(data, n.peerProtocol())
-	if refused != nil {
-		writeMsgpack(w, refused)
+	cmd, err := n.admitCommand(data, n.peerProtocol(), true)
+	if err != nil {
+		reply := resultReply(nil, 0, err)
+		writeMsgpack(w, &reply)
 		return
 	}
 	reply := resultReply(n.applyChecked(r.Context(), data, cmd))
 	writeMsgpack(w, &reply)
 }
 
-// admitCommand decodes a forwarded command and returns it, or the reply
-// that refuses it: this node does not lead or is closing, or the command
-// does not validate, is not one a follower sends, or would fill the disk.
-// proto is peerProtocol, which a batch asks once for all its commands.
-func (n *Node) admitCommand(data []byte, proto int) (*fsm.Command, *applyReply) {
+// admitCommand decodes a command of a batch, or a single forwarded one,
+// and returns it, or why it is refused: this node does not lead or is
+// closing, or the command does not validate, is not one a follower sends,
+// or, when forwarded from a follower, would fill the disk (the leader's
+// own creates passed the storage guard in Create). proto is peerProtocol,
+// which a batch asks once for all its commands.
+func (n *Node) admitCommand(data []byte, proto int, forwarded bool) (*fsm.Command, error) {
 	switch {
 	case n.closing.Load():
-		return nil, &applyReply{Err: "closed"}
+		return nil, ErrClosed
 	case n.raft.State() != raft.Leader:
-		return nil, &applyReply{Err: "not_leader"}
+		return nil, errNotLeader
 	}
 	cmd, err := n.checkCommand(data, proto)
 	if err == nil {
 		err = checkForwarded(cmd, time.Now())
 	}
-	if err != nil {
-		return nil, &applyReply{Err: errorCode(err), Msg: err.Error()}
+	if err == nil && forwarded {
+		err = n.admitForwarded(cmd)
 	}
-	if err := n.admitForwarded(cmd); err != nil {
-		return nil, &applyReply{Err: "storage_full", Msg: err.Error()}
+	if err != nil {
+		return nil, err
 	}
 	return cmd, nil
 }
 
 // resultReply is the reply that carries an apply's outcome.
 func resultReply(res *fsm.Result, index uint64, err error) applyReply {
+	if errors.Is(err, ErrStorageFull) {
+		return applyReply{Err: "storage_full", Msg: err.Error()}
+	}
 	if err != nil {
 		return applyReply{Err: errorCode(err), Msg: err.Error()}
 	}
