@@ -86,6 +86,20 @@ func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	if got := newestSnapshot(t, cfg.DataDir); got != applied {
 		t.Fatalf("one paste after a snapshot of 30, a clean stop snapshotted at %d", got)
 	}
+
+	// A tail of a sixth of the store, 7 creates after a snapshot of 30 (the
+	// one above and 6 more), is snapshotted.
+	m = openNode(t, func(c *Config) { *c = cfg })
+	for range 6 {
+		createOn(t, m, "z")
+	}
+	applied = m.raft.AppliedIndex()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestSnapshot(t, cfg.DataDir); got != applied {
+		t.Fatalf("7 pastes after a snapshot of 30, the newest snapshot is at %d, want %d", got, applied)
+	}
 }
 
 // newestSnapshot returns the index of the newest snapshot in dir, 0 if none.
