@@ -412,7 +412,8 @@ func TestMissesShareOneReadIndex(t *testing.T) {
 }
 
 // TestReadyWaitsForReplay: a restarted node is not ready until it has
-// applied what the cluster had committed when it started (G5).
+// applied what the cluster had committed when it started (G5), and
+// CaughtUp, which ends the start's extra collector headroom, closes then.
 func TestReadyWaitsForReplay(t *testing.T) {
 	n := openNode(t)
 	var ids []string
@@ -444,10 +445,20 @@ func TestReadyWaitsForReplay(t *testing.T) {
 		if err := m.Ready(); err == nil {
 			t.Fatalf("ready with %d pastes applied of %d", func() int64 { c, _ := m.Stats(); return c }(), len(ids))
 		}
+		select {
+		case <-m.CaughtUp():
+			t.Fatal("CaughtUp closed before the replay")
+		default:
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	openGate(m)
 	waitUntil(t, 10*time.Second, "ready after replay", m.Ready)
+	select {
+	case <-m.CaughtUp():
+	default:
+		t.Fatal("ready, but CaughtUp is still open")
+	}
 	for _, id := range ids {
 		if _, has := m.fsm.Get(id, time.Now()); !has {
 			t.Fatalf("ready, but %s is not applied", id)

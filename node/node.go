@@ -247,6 +247,7 @@ type Node struct {
 	reads      *readIndexer
 	startIndex atomic.Uint64 // the leader's read index learnt after Open
 	caughtUp   atomic.Bool   // applied startIndex
+	caughtUpCh chan struct{} // closed once caughtUp is set
 
 	stop        chan struct{}
 	stopMetrics context.CancelFunc
@@ -260,15 +261,16 @@ func New(cfg Config) (*Node, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Node{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "node"),
-		fsm:     fsm.NewLogged(cfg.Logger.With("component", "fsm")),
-		newID:   func() string { return newPasteID(cfg.IDLength) },
-		storage: newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
-		notify:  make(chan bool, 16),
-		stop:    make(chan struct{}),
-		lease:   newLeases(cfg.ReadLease),
-		reads:   newReadIndexer(),
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "node"),
+		fsm:        fsm.NewLogged(cfg.Logger.With("component", "fsm")),
+		newID:      func() string { return newPasteID(cfg.IDLength) },
+		storage:    newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
+		notify:     make(chan bool, 16),
+		stop:       make(chan struct{}),
+		lease:      newLeases(cfg.ReadLease),
+		caughtUpCh: make(chan struct{}),
+		reads:      newReadIndexer(),
 	}, nil
 }
 

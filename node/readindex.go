@@ -174,6 +174,7 @@ func (n *Node) catchUpAtStart() {
 				return
 			}
 			n.caughtUp.Store(true)
+			close(n.caughtUpCh)
 			n.log.Info("caught up with the cluster", "index", index)
 			return
 		}
@@ -184,6 +185,11 @@ func (n *Node) catchUpAtStart() {
 		}
 	}
 }
+
+// CaughtUp is closed once the node has applied everything committed when
+// it started, the first of the conditions Ready checks. It stays open when
+// the node closes first.
+func (n *Node) CaughtUp() <-chan struct{} { return n.caughtUpCh }
 
 // Ready reports why the node cannot serve consistent reads yet, or nil
 // (G5): it must know a leader, have applied everything committed when this

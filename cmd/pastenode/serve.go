@@ -33,9 +33,21 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// The start rebuilds the store from the snapshot and the log: the
+	// collector gets the headroom of an export meanwhile (gc.go).
+	releaseHeadroom := holdHeadroom()
 	if err := n.Open(ctx); err != nil {
+		releaseHeadroom()
 		return err
 	}
+	go func() {
+		select {
+		case <-n.CaughtUp():
+		case <-ctx.Done():
+		case <-time.After(startHeadroomFor):
+		}
+		releaseHeadroom()
+	}()
 	defer func() {
 		if err := n.Close(); err != nil {
 			log.Error("close node", "err", err)
