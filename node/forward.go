@@ -93,10 +93,17 @@ func (f *forwarder[R]) close() {
 	}
 }
 
-// callContext returns the context the next call derives from.
+// callContext returns the context the next call derives from: one
+// already ended once the forwarder is closed, for a batch taken just
+// before.
 func (f *forwarder[R]) callContext() context.Context {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
 	if f.calls == nil {
 		f.calls, f.cancel = context.WithCancel(context.Background())
 	}

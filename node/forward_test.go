@@ -264,6 +264,10 @@ func TestForwarderCloseEndsEverything(t *testing.T) {
 	if _, err := f.forward(ctx, []byte("later")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a command after close: err = %v, want ErrClosed", err)
 	}
+	// A batch taken just before close and sent after it is ended too.
+	if f.callContext().Err() == nil {
+		t.Fatal("a call that starts after close is not ended")
+	}
 	if sizes := leader.callSizes(); len(sizes) != maxForwardCalls {
 		t.Fatalf("calls made: %v, want only the %d in flight at close", sizes, maxForwardCalls)
 	}
