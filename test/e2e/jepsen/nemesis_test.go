@@ -79,6 +79,10 @@ func (m *nemesis) inject(kind string, nd *node) error {
 	case "term":
 		nd.signal(syscall.SIGTERM)
 		if !nd.wait(20 * time.Second) {
+			// The Go runtime prints every goroutine into the node's log
+			// on SIGQUIT: where the stop hung.
+			nd.signal(syscall.SIGQUIT)
+			nd.wait(3 * time.Second)
 			nd.signal(syscall.SIGKILL)
 			nd.wait(10 * time.Second)
 			m.c.start(nd)
