@@ -405,7 +405,7 @@ func (n *Node) listen(hlog hclog.Logger) error {
 		// way, the pipeline's goroutines wait on each other for good. The
 		// leader then stops replicating to that follower (its heartbeats
 		// go on, so no election mends it), and Raft's Shutdown never
-		// returns: `make jepsen` saw 3 nodes of 24 SIGTERMs hang so.
+		// returns: `make jepsen` saw 3 of 8 SIGTERMs hang so.
 		// Batching already sends a batch per round trip.
 		MaxRPCsInFlight: 1,
 	})
