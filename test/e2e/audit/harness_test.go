@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,10 +52,20 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
+// handedOut are the addresses freeAddr returned in this test binary: the
+// kernel may offer a port again once it is closed, before the node it was
+// given to binds it, and two nodes then want the same port.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
+
 // freeAddr returns a loopback address with a port nothing listens on now,
-// free for both TCP and UDP (gossip binds both).
+// free for both TCP and UDP (gossip binds both), and not handed out before.
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for range 100 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -65,6 +76,10 @@ func freeAddr(t *testing.T) string {
 		ln.Close()
 		if err == nil {
 			pc.Close()
+			if handedOut.addrs[addr] {
+				continue
+			}
+			handedOut.addrs[addr] = true
 			return addr
 		}
 	}
