@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -128,4 +130,15 @@ func handshake(t *testing.T, serverKey, clientKey []byte) error {
 		return err
 	}
 	return clientErr
+}
+
+// TestNoPipelinedReplication: the Raft transport refuses to pipeline
+// AppendEntries, so the leader sends each follower one at a time; raft
+// 1.7.3's pipeline can deadlock when a follower answers a newer term or a
+// failure mid-send (see the transport's config in listen).
+func TestNoPipelinedReplication(t *testing.T) {
+	n := openNode(t)
+	if _, err := n.trans.AppendEntriesPipeline("other", "127.0.0.1:1"); !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline: err = %v, want %v", err, raft.ErrPipelineReplicationNotSupported)
+	}
 }
