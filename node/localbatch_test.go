@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -70,5 +71,20 @@ func TestLeaderBatchesItsOwnCreates(t *testing.T) {
 	}
 	if got, _ := leader.Stats(); got != count {
 		t.Fatalf("%d pastes, want %d", got, count)
+	}
+}
+
+// TestCloseClosesTheForwarders: once the node is closed, neither its
+// forwarder to the leader nor its own batcher takes a command.
+func TestCloseClosesTheForwarders(t *testing.T) {
+	n := openNode(t)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.forwards.forward(context.Background(), []byte("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("forwarding after Close: err = %v, want ErrClosed", err)
+	}
+	if _, err := n.local.forward(context.Background(), []byte("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("batching after Close: err = %v, want ErrClosed", err)
 	}
 }
