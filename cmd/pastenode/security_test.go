@@ -224,7 +224,7 @@ func TestBodyDeadline(t *testing.T) {
 		deadlines <- errors.As(err, &ne) && ne.Timeout()
 		w.WriteHeader(http.StatusNoContent)
 	}), slog.New(slog.DiscardHandler))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := limits.listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +241,32 @@ func TestBodyDeadline(t *testing.T) {
 	}
 	if timedOut := <-deadlines; !timedOut {
 		t.Error("the slow body's read did not time out")
+	}
+}
+
+// TestHeaderDeadline: a client that sends part of a request's headers is
+// cut off at the header limit.
+func TestHeaderDeadline(t *testing.T) {
+	limits := publicLimits
+	limits.header = 200 * time.Millisecond // the same mechanism, quicker
+	ln, err := limits.listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := limits.server(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	go srv.Serve(ln)
+	defer srv.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHo")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	io.Copy(io.Discard, c) // returns when the server closes the connection
+	if took := time.Since(start); took < 150*time.Millisecond || took > 5*time.Second {
+		t.Errorf("a half-sent request held the connection for %s, want about 200ms", took)
 	}
 }
 
