@@ -79,6 +79,16 @@ type limitedConn struct {
 	release func()
 }
 
+// CloseWrite half-closes a TCP connection, which net/http does before it
+// closes one whose request body it did not read (a 413, say), so that the
+// client reads the answer rather than a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)

@@ -208,6 +208,45 @@ func TestConnLimit(t *testing.T) {
 	})
 }
 
+// TestConnLimitHalfCloses: a connection under the cap can still be
+// half-closed, which net/http does so that a client whose body it refused
+// reads the answer (a 413) rather than a reset.
+func TestConnLimitHalfCloses(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newConnLimitListener(raw, 2, nil)
+	defer ln.Close()
+	client, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatalf("%T cannot be half-closed", c)
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	client.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := client.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("client read %d bytes, %v; want the end of the stream", n, err)
+	}
+	// The other direction stays open.
+	io.WriteString(client, "x")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatalf("server read after its half-close: %v", err)
+	}
+}
+
 // TestBodyDeadline: a slow client has far less than two minutes to send a
 // request's body, and the connection is closed when it runs out; a
 // request without a body gets no deadline from it.
