@@ -41,9 +41,9 @@ type Tombstone struct {
 
 // state is one immutable version of everything the FSM holds.
 type state struct {
-	arena   *arena      // the records of pastes; see arena.go
-	pastes  idTree[ref] // id -> record
-	expiry  timeTree    // ExpiresAt and id of every paste that expires
+	arena   *arena     // the records of pastes; see arena.go
+	pastes  pasteIndex // id -> record
+	expiry  timeTree   // ExpiresAt and id of every paste that expires
 	tombs   idTree[*Tombstone]
 	tombGC  timeTree      // tombstone At and id
 	graceGC timeTree      // the same keys, of tombstones that keep a Paste
@@ -58,7 +58,7 @@ type state struct {
 func emptyState() *state {
 	return &state{
 		arena:   &arena{},
-		pastes:  newIDTree[ref](),
+		pastes:  newPasteIndex(),
 		expiry:  newTimeTree(),
 		tombs:   newIDTree[*Tombstone](),
 		tombGC:  newTimeTree(),
@@ -348,8 +348,8 @@ func (t *txn) create(c *Command) *Result {
 	// lookup first costs each create a second descent of the index, and
 	// applying creates about a tenth more time (BenchmarkApplyCreate).
 	r := t.arena.put(p)
-	if old, taken := t.pastes.insert(recordID(r.record()), r); taken {
-		t.pastes.set(recordID(old.record()), old)
+	if old, taken := t.pastes.insert(r); taken {
+		t.pastes.set(old)
 		t.arena.free(r)
 		if prev := old.paste(); c.RequestID != "" && prev.RequestID == c.RequestID {
 			return &Result{Paste: prev}
@@ -360,11 +360,10 @@ func (t *txn) create(c *Command) *Result {
 	return &Result{Paste: r.paste()}
 }
 
-// add stores p, whose id must be free, and returns where. The index's
-// keys are the id inside the record.
+// add stores p, whose id must be free, and returns where.
 func (t *txn) add(p *Paste) ref {
 	r := t.arena.put(p)
-	t.pastes.set(recordID(r.record()), r)
+	t.pastes.set(r)
 	t.indexed(r, p)
 	return r
 }
@@ -393,11 +392,10 @@ func (t *txn) compact() {
 			}
 			moved := t.arena.copy(rec)
 			t.arena.free(r)
-			// The index's keys point into the record: key them anew.
-			id := recordID(moved.record())
-			t.pastes.set(id, moved)
+			// The expiry's keys point into the record: key them anew.
+			t.pastes.set(moved)
 			if at := recordExpires(rec); at != 0 {
-				t.expiry.insert(newTimeKey(at, id))
+				t.expiry.insert(newTimeKey(at, recordID(moved.record())))
 			}
 		})
 	}

@@ -548,15 +548,20 @@ func BenchmarkApplyCreate(b *testing.B) {
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "creates/s")
 }
 
+// BenchmarkGet reads pastes at random from a store of 100k with random
+// ids, as the node's ids are.
 func BenchmarkGet(b *testing.B) {
 	l := newLog(b)
-	for i := range 10000 {
-		l.apply(create(fmt.Sprintf("paste%05d", i), fmt.Sprint(i)))
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]string, 100000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%010x", rng.Uint64()&(1<<40-1))
+		l.apply(create(ids[i], fmt.Sprint(i)))
 	}
 	now := time.Unix(0, 2*sec)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, ok := l.f.Get(fmt.Sprintf("paste%05d", i%10000), now); !ok {
+		if _, ok := l.f.Get(ids[i*7919%len(ids)], now); !ok {
 			b.Fatal("missing")
 		}
 	}

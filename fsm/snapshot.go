@@ -150,7 +150,9 @@ func (sn *snapshot) encodePaste(enc *msgpack.Encoder, p *Paste) error {
 }
 
 // walk calls fn for every entry of t in id order until fn fails.
-func walk[V any](t idTree[V], fn func(id string, v V) error) error {
+func walk[V any](t interface {
+	ascend(func(id string, v V) bool)
+}, fn func(id string, v V) error) error {
 	var err error
 	t.ascend(func(id string, v V) bool {
 		err = fn(id, v)
