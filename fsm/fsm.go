@@ -159,6 +159,13 @@ func (f *FSM) Compact() (more bool) {
 	return len(old.arena.sparse) > 0
 }
 
+// Compacting returns how many slabs wait for compaction.
+func (f *FSM) Compacting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cur.Load().arena.sparse)
+}
+
 func (f *FSM) publish(s *state) {
 	f.cur.Store(s)
 	f.nmu.Lock()

@@ -1,13 +1,17 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/pastenode/pastenode/fsm"
 )
 
 // TestSoleVoterCampaignsAtOnce: a node alone in its configuration does not
@@ -114,4 +118,54 @@ func newestSnapshot(t *testing.T, dir string) uint64 {
 		t.Fatalf("no snapshot in %s: %v", dir, err)
 	}
 	return metas[0].Index
+}
+
+// TestIdleNodeCompacts: slabs that a large expiry left to compact, more
+// than one apply compacts, are compacted while the node takes no writes
+// (the apply loop's tick calls fsm.Compact), not held until writes come.
+func TestIdleNodeCompacts(t *testing.T) {
+	n := openNode(t)
+	// 24 slabs of 4 MiB, three ticks' compaction and more.
+	const pastes, size = 192, 512 << 10
+	content := bytes.Repeat([]byte("c"), size)
+	var wg sync.WaitGroup
+	errs := make(chan error, pastes)
+	for range 4 {
+		wg.Go(func() {
+			for range pastes / 4 {
+				_, err := n.Create(context.Background(), CreateRequest{Content: content, Expire: time.Hour, DeleteToken: "t"})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := fsm.Encode(&fsm.Command{Type: fsm.TypeExpire, Now: time.Now().Add(2 * time.Hour).UnixNano()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.raft.Apply(data, 10*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if left := n.fsm.Compacting(); left == 0 {
+		t.Fatal("the expiry left no slab to compact; the test needs more emptied")
+	}
+	if count, _ := n.fsm.Stats(); count != 0 {
+		t.Fatalf("%d pastes left after the expiry", count)
+	}
+	index := n.fsm.Index()
+	waitUntil(t, 10*time.Second, "slabs compacted while idle", func() error {
+		if left := n.fsm.Compacting(); left > 0 {
+			return fmt.Errorf("%d slabs wait", left)
+		}
+		return nil
+	})
+	if n.fsm.Index() != index {
+		t.Fatalf("the log moved from %d to %d: compaction came with writes", index, n.fsm.Index())
+	}
 }
