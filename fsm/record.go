@@ -44,6 +44,8 @@ func encodePasteRecord(enc *msgpack.Encoder, p *Paste) error {
 }
 
 // decodePasteRecord reads a paste record that encodePasteRecord wrote.
+// Its content and token hash go into the room p's slices already have,
+// so that a restore can decode every paste into a few buffers.
 func decodePasteRecord(dec *msgpack.Decoder, p *Paste) error {
 	n, err := dec.DecodeArrayLen()
 	if err != nil {
@@ -58,7 +60,7 @@ func decodePasteRecord(dec *msgpack.Decoder, p *Paste) error {
 		}
 	}
 	for _, b := range []*[]byte{&p.Content, &p.TokenHash} {
-		if *b, err = dec.DecodeBytes(); err != nil {
+		if err = dec.Decode(b); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -223,4 +224,40 @@ func gunzipV1(t *testing.T, snap []byte) []byte {
 		t.Fatal(err)
 	}
 	return records
+}
+
+// TestRestoreReusesBuffers: a restore decodes the pastes into a few
+// buffers that it reuses, rather than allocating every paste's content
+// once more only to copy it into the arena, and every paste comes back
+// as it was.
+func TestRestoreReusesBuffers(t *testing.T) {
+	const n = 20000
+	orig := filledFSM(n)
+	snap := snapshotBytes(t, orig)
+	restored := New()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := restored.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	// Beyond the slabs that hold the records.
+	slabs := map[*slab]bool{}
+	restored.cur.Load().pastes.ascend(func(_ string, r ref) bool {
+		slabs[r.s] = true
+		return true
+	})
+	perPaste := (int64(after.TotalAlloc-before.TotalAlloc) - int64(len(slabs))*slabSize) / n
+	t.Logf("the restore allocated %d bytes per paste beyond its slabs", perPaste)
+	if perPaste > 800 {
+		t.Errorf("the restore allocated %d bytes per paste of 1 KiB beyond its slabs, want at most 800 (it was 1.5k before the reuse)", perPaste)
+	}
+	now := time.Unix(0, 2*sec)
+	orig.cur.Load().pastes.ascend(func(id string, r ref) bool {
+		got, ok := restored.Get(id, now)
+		if !ok || !equalPaste(got, r.paste()) {
+			t.Fatalf("%s after the restore: %+v, want %+v", id, got, r.paste())
+		}
+		return true
+	})
 }
