@@ -87,6 +87,31 @@ func (r ref) record() []byte { return r.s.buf[r.off : r.off+r.n : r.off+r.n] }
 type arena struct {
 	cur    *slab
 	sparse []*slab // at least half garbage, to be compacted
+	// advised are the slabs given huge pages (adviseHuge) while a restore
+	// fills them at once, until it ends (hugeSlabs); nil: slabs get none.
+	// Not the slabs that writes fill a record at a time: a huge page may
+	// cost the kernel a compaction of memory at the fault, a stall the Go
+	// runtime stopped risking for the same reason (Go 1.21.1), which a
+	// start can afford and an apply should not. Nor, once the restore is
+	// over, whatever the heap puts where a restored slab was.
+	advised [][]byte
+}
+
+// adviseSlab is adviseHuge, or what a test records instead.
+var adviseSlab = adviseHuge
+
+// hugeSlabs gives the slabs allocated from now on huge pages, or, with on
+// false, ends that and takes back the advice given: what was faulted in
+// stays as it is.
+func (a *arena) hugeSlabs(on bool) {
+	if on {
+		a.advised = make([][]byte, 0, 8)
+		return
+	}
+	for _, b := range a.advised {
+		adviseSlab(b, false)
+	}
+	a.advised = nil
 }
 
 // headerValues are a paste's header values, formatted once when it is
@@ -255,6 +280,10 @@ func (a *arena) alloc(n int) ref {
 			a.check(a.cur)
 		}
 		a.cur = &slab{buf: make([]byte, slabSize)}
+		if a.advised != nil {
+			adviseSlab(a.cur.buf, true)
+			a.advised = append(a.advised, a.cur.buf)
+		}
 	}
 	s := a.cur
 	r := ref{s, uint32(s.used), uint32(n)}

@@ -223,6 +223,7 @@ func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 	free := make(chan []*Paste, restoreBuffers)
 	errc := make(chan error, 1)
 	go func() { errc <- decodePastes(dec, version, hdr.Pastes, batches, free) }()
+	tx.arena.hugeSlabs(true)
 	for batch := range batches {
 		for _, p := range batch {
 			tx.add(p)
@@ -234,6 +235,7 @@ func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 		default:
 		}
 	}
+	tx.arena.hugeSlabs(false)
 	if err := <-errc; err != nil {
 		return nil, err
 	}
