@@ -28,6 +28,10 @@ func errorf(code int, format string, args ...any) error {
 	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
+// busyRetryAfter is the Retry-After of a write that a busy cluster did not
+// confirm in time (node.ErrTimeout).
+const busyRetryAfter = time.Second
+
 // statusOf maps an error to its HTTP status and the one-line reason shown to
 // the client. It is the only place that knows this mapping.
 func statusOf(err error) (int, string) {
@@ -41,6 +45,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, "wrong delete token"
 	case errors.Is(err, node.ErrNoLeader):
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
+	case errors.Is(err, node.ErrTimeout):
+		return http.StatusServiceUnavailable, "write not confirmed in time: the cluster is busy; it may still be applied, retry later"
 	case errors.Is(err, node.ErrStorageFull):
 		return http.StatusInsufficientStorage, err.Error()
 	case errors.Is(err, node.ErrUnavailable):
@@ -69,6 +75,8 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(he.retryAfter)))
 	case errors.Is(err, node.ErrNoLeader):
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(s.cfg.NoQuorumWait)))
+	case errors.Is(err, node.ErrTimeout):
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(busyRetryAfter)))
 	}
 	switch {
 	case code == http.StatusInsufficientStorage:

@@ -249,14 +249,24 @@ func TestHighlightBomb(t *testing.T) {
 }
 
 // TestRetryAfterNoQuorum: a write refused for want of a leader says to come
-// back after about one election, not after a fixed second.
+// back after about one election, not after a fixed second; one a busy
+// cluster did not confirm in time says so, and not that there is no quorum.
 func TestRetryAfterNoQuorum(t *testing.T) {
 	t.Parallel()
 	tn := startNode(t, Config{NoQuorumWait: 3500 * time.Millisecond})
-	rec := httptest.NewRecorder()
-	tn.server.error(rec, httptest.NewRequest(http.MethodPost, "/", nil), fmt.Errorf("create: %w", node.ErrNoLeader))
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "4" {
-		t.Errorf("no quorum: got %d with Retry-After %q, want 503 and 4", rec.Code, rec.Header().Get("Retry-After"))
+	for _, c := range []struct {
+		err        error
+		retryAfter string
+		reason     string
+	}{
+		{node.ErrNoLeader, "4", "no quorum"},
+		{node.ErrTimeout, "1", "the cluster is busy; it may still be applied"},
+	} {
+		rec := httptest.NewRecorder()
+		tn.server.error(rec, httptest.NewRequest(http.MethodPost, "/", nil), fmt.Errorf("create: %w", c.err))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != c.retryAfter || !strings.Contains(rec.Body.String(), c.reason) {
+			t.Errorf("%v: got %d with Retry-After %q and %q, want 503, %s and %q", c.err, rec.Code, rec.Header().Get("Retry-After"), rec.Body.String(), c.retryAfter, c.reason)
+		}
 	}
 }
 

@@ -41,7 +41,10 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 			// Read-your-writes on this node: do not answer before the
 			// local state machine has the entry.
 			if err := n.fsm.WaitIndex(hold, index); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("%w: committed at index %d, not yet applied on this node", ErrTimeout, index)
 			}
 			if p := res.Paste; p != nil && p.Content == nil && cmd.Type == fsm.TypeCreate {
 				// A lean reply (leanReplies): the paste created is this
@@ -59,7 +62,7 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, ErrNoLeader
+			return nil, n.holdExpired(err)
 		case <-n.stop:
 			return nil, ErrClosed
 		case <-time.After(backoff):
@@ -165,6 +168,40 @@ func (n *Node) peerProtocol() int {
 		return (*f)()
 	}
 	return fsm.ProtocolVersion
+}
+
+// holdExpired is the error of a write whose hold ran out, last being its
+// last attempt's: ErrTimeout when a leader with a quorum was reachable all
+// along and the write was only slow (an overloaded leader, a follower slow
+// to apply), else ErrNoLeader.
+func (n *Node) holdExpired(last error) error {
+	if !leaderless(last) && n.leaderInContact() {
+		return fmt.Errorf("%w: %v", ErrTimeout, last)
+	}
+	return fmt.Errorf("%w: %v", ErrNoLeader, last)
+}
+
+// leaderless reports whether err says that no leader was there to take a
+// write: none known, or the one asked no longer led.
+func leaderless(err error) bool {
+	return errors.Is(err, ErrNoLeader) ||
+		errors.Is(err, errNotLeader) ||
+		errors.Is(err, raft.ErrNotLeader) ||
+		errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress)
+}
+
+// leaderInContact reports whether this node leads and a quorum confirms it
+// within a heartbeat timeout, or follows a leader it heard from within one.
+func (n *Node) leaderInContact() bool {
+	heartbeat := n.scale(heartbeatTimeout)
+	if n.raft.State() == raft.Leader {
+		ctx, cancel := context.WithTimeout(context.Background(), heartbeat)
+		defer cancel()
+		return n.verifyLeader(ctx) == nil
+	}
+	addr, _ := n.raft.LeaderWithID()
+	return addr != "" && time.Since(n.raft.LastContact()) < heartbeat
 }
 
 // retryable reports whether a write may be tried again with the same request

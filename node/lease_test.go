@@ -19,9 +19,10 @@ import (
 // at TimeScale 0.25.
 const testLease = time.Second
 
-// openCluster opens size voters on loopback, bootstraps them together and
-// waits until every node is ready and every follower holds a lease.
-func openCluster(t testing.TB, size int) []*Node {
+// openCluster opens size voters on loopback, with the changes to their
+// Config, bootstraps them together and waits until every node is ready and
+// every follower holds a lease.
+func openCluster(t testing.TB, size int, changes ...func(*Config)) []*Node {
 	t.Helper()
 	nodes := make([]*Node, size)
 	servers := make([]raft.Server, size)
@@ -32,7 +33,11 @@ func openCluster(t testing.TB, size int) []*Node {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		n, err := New(Config{ID: fmt.Sprintf("n%d", i+1), DataDir: t.TempDir(), RaftAddr: addr, TimeScale: 0.25, ReadLease: testLease})
+		cfg := Config{ID: fmt.Sprintf("n%d", i+1), DataDir: t.TempDir(), RaftAddr: addr, TimeScale: 0.25, ReadLease: testLease}
+		for _, c := range changes {
+			c(&cfg)
+		}
+		n, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,11 @@ var (
 	// ErrNoLeader means no leader could be reached in time: the write was not
 	// applied. Retry later.
 	ErrNoLeader = errors.New("no cluster leader: not enough nodes reachable")
+	// ErrTimeout means a write was not confirmed in time although a leader
+	// with a quorum was reachable: the cluster is busy, or this node is
+	// slow to apply what was committed. Unlike after ErrNoLeader, the
+	// write may still be applied, or may already be. Retry later.
+	ErrTimeout = errors.New("write not confirmed in time: the cluster is busy")
 	// ErrClosed means the node is shutting down.
 	ErrClosed = errors.New("node is shutting down")
 	// ErrNothingNew means a snapshot was asked for but nothing changed since
@@ -419,8 +424,8 @@ func (n *Node) listen(hlog hclog.Logger) error {
 func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(n.cfg.ID)
-	rc.HeartbeatTimeout = n.scale(time.Second)
-	rc.ElectionTimeout = n.scale(time.Second)
+	rc.HeartbeatTimeout = n.scale(heartbeatTimeout)
+	rc.ElectionTimeout = n.scale(heartbeatTimeout)
 	rc.LeaderLeaseTimeout = n.scale(leaderLease)
 	rc.CommitTimeout = n.cfg.CommitTimeout
 	rc.BatchApplyCh = true
@@ -432,6 +437,11 @@ func (n *Node) raftConfig(hlog hclog.Logger) *raft.Config {
 	rc.Logger = hlog
 	return rc
 }
+
+// heartbeatTimeout is Raft's HeartbeatTimeout and ElectionTimeout before
+// scaling: how long a follower waits to hear from a leader before it
+// stands for election.
+const heartbeatTimeout = time.Second
 
 // leaderLease is Raft's LeaderLeaseTimeout before scaling: how long a
 // leader that reaches no quorum keeps leading.

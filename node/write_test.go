@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,37 @@ func TestConsumeAndRemoveNode(t *testing.T) {
 	}
 	if !n.Removed("n9") {
 		t.Error("n9 not recorded as removed")
+	}
+}
+
+// TestSlowWriteTimesOut: a write that a leader with a quorum does not
+// confirm within the write hold, because the leader or the follower that
+// took it is slow to apply, fails with ErrTimeout, which says it may still
+// be applied, not with ErrNoLeader, which says it was not. And it is
+// applied: every node has it once the slow one catches up.
+func TestSlowWriteTimesOut(t *testing.T) {
+	const hold = 500 * time.Millisecond
+	nodes := openCluster(t, 3, func(c *Config) { c.WriteHold = hold })
+	leader, followers := leaderOf(t, nodes)
+	for i, slow := range []*Node{leader, followers[0]} {
+		closeGate(slow)
+		start := time.Now()
+		_, err := slow.Create(context.Background(), CreateRequest{Content: []byte("slow"), DeleteToken: "t"})
+		elapsed := time.Since(start)
+		openGate(slow)
+		if !errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoLeader) {
+			t.Errorf("create on %s while it cannot apply: got %v, want %v", slow.ID(), err, ErrTimeout)
+		}
+		if elapsed > hold+2*time.Second {
+			t.Errorf("create on %s took %s, want about the write hold %s", slow.ID(), elapsed, hold)
+		}
+		waitUntil(t, 10*time.Second, "every node holding the timed-out writes", func() error {
+			for _, n := range nodes {
+				if count, _ := n.fsm.Stats(); count != int64(i+1) {
+					return fmt.Errorf("%s holds %d pastes, want %d", n.ID(), count, i+1)
+				}
+			}
+			return nil
+		})
 	}
 }
