@@ -86,7 +86,7 @@ func (a *ArchiveWriter) AddRedirect(path, location string, status int) error {
 }
 
 func (a *ArchiveWriter) add(ns byte, path string, status int, headers []Header, body []byte) error {
-	e, err := newEntry(ns, path, status, headers, body)
+	e, err := newEntry(ns, path, status, headers, body, false)
 	if err != nil {
 		return err
 	}
@@ -100,20 +100,32 @@ func (a *ArchiveWriter) add(ns byte, path string, status int, headers []Header, 
 type Entry struct {
 	key              string // "f:" or "r:", then the path
 	meta, body       []byte
-	metaSum, bodySum [sha256.Size]byte
+	metaSum, bodySum [sha256.Size]byte // bodySum is unset when unique
+	unique           bool              // the body is stored without a fingerprint
 }
 
 // NewFile makes the entry that AddFile(path, status, headers, body) would
 // add. The entry keeps body.
 func NewFile(path string, status int, headers []Header, body []byte) (Entry, error) {
-	return newEntry('f', path, status, headers, body)
+	return newEntry('f', path, status, headers, body, false)
 }
 
-func newEntry(ns byte, path string, status int, headers []Header, body []byte) (Entry, error) {
+// NewUniqueFile is NewFile for a body that the caller knows no other file
+// of the archive has, such as a page that names its own path: Add stores
+// it under an id of its own without fingerprinting it, which costs a hash
+// of the body and a map entry per file that could never be shared. A body
+// that is not unique after all is stored twice; the archive stays valid.
+func NewUniqueFile(path string, status int, headers []Header, body []byte) (Entry, error) {
+	return newEntry('f', path, status, headers, body, true)
+}
+
+// newEntry checks and encodes an entry, and fingerprints its body unless it
+// is unique (NewUniqueFile).
+func newEntry(ns byte, path string, status int, headers []Header, body []byte, unique bool) (Entry, error) {
 	if err := checkPath(path); err != nil {
 		return Entry{}, err
 	}
-	e := Entry{key: string(ns) + ":" + path, body: body}
+	e := Entry{key: string(ns) + ":" + path, body: body, unique: unique}
 	if hashString(e.key) == 0 {
 		return Entry{}, fmt.Errorf("%s: %w", e.key, ErrZeroHash)
 	}
@@ -121,12 +133,15 @@ func newEntry(ns byte, path string, status int, headers []Header, body []byte) (
 	if e.meta, err = encodeMeta(status, headers); err != nil {
 		return Entry{}, fmt.Errorf("%s: %w", e.key, err)
 	}
-	e.metaSum, e.bodySum = sha256.Sum256(e.meta), sha256.Sum256(body)
+	e.metaSum = sha256.Sum256(e.meta)
+	if !unique {
+		e.bodySum = sha256.Sum256(body)
+	}
 	return e, nil
 }
 
-// Add writes an entry made by NewFile. Like AddFile, it refuses a path
-// already in the archive.
+// Add writes an entry made by NewFile or NewUniqueFile. Like AddFile, it
+// refuses a path already in the archive.
 func (a *ArchiveWriter) Add(e Entry) error {
 	if a.closed {
 		return ErrClosed
@@ -141,7 +156,12 @@ func (a *ArchiveWriter) Add(e Entry) error {
 	if err != nil {
 		return err
 	}
-	did, err := a.store(a.bodies, 'd', e.body, e.bodySum)
+	var did id
+	if e.unique {
+		did, err = a.put('d', e.body)
+	} else {
+		did, err = a.store(a.bodies, 'd', e.body, e.bodySum)
+	}
 	if err != nil {
 		return err
 	}
@@ -163,6 +183,15 @@ func (a *ArchiveWriter) store(seen map[[sha256.Size]byte]id, letter byte, value 
 	if i, ok := seen[sum]; ok {
 		return i, nil
 	}
+	i, err := a.put(letter, value)
+	if err == nil {
+		seen[sum] = i
+	}
+	return i, err
+}
+
+// put writes value under a new id and returns the id.
+func (a *ArchiveWriter) put(letter byte, value []byte) (id, error) {
 	i, err := a.newID(letter)
 	if err != nil {
 		return id{}, err
@@ -170,7 +199,6 @@ func (a *ArchiveWriter) store(seen map[[sha256.Size]byte]id, letter byte, value 
 	if err := a.w.Put(i[:], value); err != nil {
 		return id{}, err
 	}
-	seen[sum] = i
 	return i, nil
 }
 

@@ -309,7 +309,7 @@ func (e exporter) paste(p *fsm.Paste, bufs *exportBuffers, zc *cdb.Compressor) (
 	if err := e.pages.Paste(&bufs.page, ui.PasteOf(p, true), e.now); err != nil {
 		return nil, err
 	}
-	if files[1], err = zip.file("/"+p.ID, http.StatusOK, e.pageHeaders, cache, bufs.page.Bytes()); err != nil {
+	if files[1], err = zip.uniqueFile("/"+p.ID, http.StatusOK, e.pageHeaders, cache, bufs.page.Bytes()); err != nil {
 		return nil, err
 	}
 
@@ -318,7 +318,7 @@ func (e exporter) paste(p *fsm.Paste, bufs *exportBuffers, zc *cdb.Compressor) (
 	if err := bufs.metaJSON.Encode(ui.MetaOf(p, "")); err != nil {
 		return nil, err
 	}
-	files[2], err = zip.file("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes())
+	files[2], err = zip.uniqueFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes())
 	return files, err
 }
 
@@ -353,12 +353,23 @@ type packer struct {
 // name. base and extra must not name the same header, nor
 // Content-Encoding.
 func (z *packer) file(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
+	return z.entry(cdb.NewFile, path, status, base, extra, body)
+}
+
+// uniqueFile is file for a body no other file has: a paste's page or
+// metadata, which name the paste (cdb.NewUniqueFile).
+func (z *packer) uniqueFile(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
+	return z.entry(cdb.NewUniqueFile, path, status, base, extra, body)
+}
+
+func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
+	path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
 	body, enc := z.zc.Compress(&z.buf, body)
 	headers := make([]cdb.Header, 0, len(base)+len(extra)+1)
 	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
 	// Stable, so that the values of one header keep their order.
 	slices.SortStableFunc(headers, func(a, b cdb.Header) int { return strings.Compare(a.Name, b.Name) })
-	return cdb.NewFile(path, status, headers, body)
+	return newFile(path, status, headers, body)
 }
 
 // sortedHeaders lists the headers of h ordered by name.
