@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -47,7 +46,7 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 		}
 	}()
 
-	w := &exportFile{File: f.File, pastes: -1}
+	w := &exportFile{outFile: f, pastes: -1}
 	var progress func(done, total int64)
 	if isTerminal(c.stderr) {
 		progress = func(done, total int64) {
@@ -84,7 +83,7 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 // that client.Client.Export reports when the server sends one, and shows
 // the server's progress while it builds the export.
 type exportFile struct {
-	*os.File
+	*outFile
 	pastes int64 // -1: unknown
 
 	newBar   func(total int64) *progressbar.ProgressBar // nil: no bar

@@ -11,6 +11,31 @@ import (
 type outFile struct {
 	*os.File
 	final string
+
+	written, flushed int64 // bytes written in order, and handed to writeback
+	// writeback starts the disk writes of n bytes from off: startWriteback,
+	// or what a test records.
+	writeback func(fd uintptr, off, n int64)
+}
+
+// writebackEvery is how many bytes written in order go to disk at once
+// while the file is written, rather than all at the end, in commit's sync:
+// a page cache of gigabytes holds a whole export, whose sync then waits
+// for all of it.
+const writebackEvery = 8 << 20
+
+// Write writes p and starts the disk writes of every writebackEvery bytes
+// written. The callers write in order from the start (an export's tail
+// goes in with WriteAt, at the end); the ranges are only a hint, and
+// commit's sync makes the whole file durable whatever they were.
+func (f *outFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	f.written += int64(n)
+	if f.written-f.flushed >= writebackEvery {
+		f.writeback(f.Fd(), f.flushed, f.written-f.flushed)
+		f.flushed = f.written
+	}
+	return n, err
 }
 
 // createOut starts writing final's replacement.
@@ -26,7 +51,7 @@ func createOut(final string, perm os.FileMode) (*outFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &outFile{File: f, final: final}, nil
+	return &outFile{File: f, final: final, writeback: startWriteback}, nil
 }
 
 // abort drops the replacement; final is left as it was.
