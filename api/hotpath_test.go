@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -34,6 +35,14 @@ func (s *oneStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error
 	return s.p, nil
 }
 
+// Create answers with a paste of the request's content under a fixed id.
+func (s *oneStore) Create(_ context.Context, req node.CreateRequest) (*fsm.Paste, error) {
+	p := &fsm.Paste{ID: "created1", Content: req.Content, Title: req.Title, Lang: req.Lang,
+		Burn: req.Burn, CreatedAt: 1e18, TokenHash: fsm.HashToken(req.DeleteToken)}
+	p.Seal()
+	return p, nil
+}
+
 // sink is a ResponseWriter that keeps the status and the bytes' count, as
 // cheap as a connection's writer for the allocation count.
 type sink struct {
@@ -60,6 +69,70 @@ func hotAPI(t testing.TB, p *fsm.Paste, basePath string) *Server {
 		t.Fatal(err)
 	}
 	return srv
+}
+
+// deleteToken matches the random delete token in a create's JSON answer.
+var deleteToken = regexp.MustCompile(`"delete_token": *"[^"]*"`)
+
+// TestCreateFirstAnswersAsRouter: a POST / answered before the router gets
+// the answer the router's create route gives, for every kind of body and
+// option, good or bad, and counts in the same request metrics; a POST to
+// any other path still goes through the router.
+func TestCreateFirstAnswersAsRouter(t *testing.T) {
+	p := &fsm.Paste{ID: "abcdefgh", Content: []byte("hello\n"), CreatedAt: 1e18}
+	p.Seal()
+	type req struct {
+		path, ctype, body string
+		hdr               []string
+	}
+	reqs := []req{
+		{"/", "application/octet-stream", "hello, world\n", nil},
+		{"/?lang=go&title=t&burn=true", "", "package main\n", nil},
+		{"/", "", "x", []string{"Accept", "application/json"}},
+		{"/", "", "x", []string{"X-Paste-Expire", "1h"}},
+		{"/?lang=nosuchlanguage", "", "x", nil},
+		{"/?expire=soon", "", "x", nil},
+		{"/", "", "", nil},
+		{"/", "application/x-www-form-urlencoded", "content=from+a+form&lang=python", nil},
+		{"/", "multipart/form-data; boundary=b", "--b\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nmultipart\r\n--b--\r\n", nil},
+		{"/?", "", "x", nil},
+		{"//", "", "x", nil},
+		{"/abcdefgh", "", "x", nil},
+		{"/api/v1/pastes", "application/json", `{"content":"json"}`, nil},
+	}
+	for _, base := range []string{"", "/paste"} {
+		fast := hotAPI(t, p, base)
+		slow := hotAPI(t, p, base)
+		viaRouter := slow.underBasePath(slow.router)
+		for _, rq := range reqs {
+			mk := func() *http.Request {
+				r := httptest.NewRequest(http.MethodPost, base+rq.path, strings.NewReader(rq.body))
+				if rq.ctype != "" {
+					r.Header.Set("Content-Type", rq.ctype)
+				}
+				if rq.hdr != nil {
+					r.Header.Set(rq.hdr[0], rq.hdr[1])
+				}
+				return r
+			}
+			got, want := httptest.NewRecorder(), httptest.NewRecorder()
+			fast.Handler().ServeHTTP(got, mk())
+			viaRouter.ServeHTTP(want, mk())
+			for _, h := range []http.Header{got.Header(), want.Header()} {
+				h.Del("Date")
+				h.Del("X-Delete-Token") // random per create
+			}
+			gotBody := deleteToken.ReplaceAllString(got.Body.String(), "")
+			wantBody := deleteToken.ReplaceAllString(want.Body.String(), "")
+			if got.Code != want.Code || gotBody != wantBody || !reflect.DeepEqual(got.Header(), want.Header()) {
+				t.Errorf("POST %s%s: %d %v %q, the router answers %d %v %q", base, rq.path,
+					got.Code, got.Header(), got.Body, want.Code, want.Header(), want.Body)
+			}
+		}
+		if g, w := requestMetrics(t, fast), requestMetrics(t, slow); !reflect.DeepEqual(g, w) {
+			t.Errorf("base %q: request metrics %v, through the router %v", base, g, w)
+		}
+	}
 }
 
 // TestRawFirstAnswersAsRouter: a raw read answered before the router is

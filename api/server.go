@@ -168,7 +168,7 @@ func NewServer(cfg Config) (*Server, error) {
 }
 
 // Handler returns the root handler: the routes, under Config.BasePath.
-func (s *Server) Handler() http.Handler { return s.underBasePath(s.rawFirst()) }
+func (s *Server) Handler() http.Handler { return s.underBasePath(s.hotFirst()) }
 
 // Registry returns the Prometheus registry the server reports to, so that
 // other components can add their collectors.
@@ -185,7 +185,7 @@ func (s *Server) routes() {
 
 	// The raw read first: mux tries routes in order, and this one, the
 	// most frequent, overlaps none of the routes it comes before. A GET or
-	// HEAD of it does not even reach the router: see rawFirst.
+	// HEAD of it does not even reach the router: see hotFirst.
 	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(get...).Name("readyz")
@@ -205,7 +205,7 @@ func (s *Server) routes() {
 	s.pprofRoutes(r)
 
 	r.HandleFunc("/", s.handleIndex).Methods(get...).Name("index")
-	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create")
+	r.HandleFunc("/", s.handleCreate).Methods(http.MethodPost).Name("create") // hotFirst too
 	s.compatRoutes(r)
 	r.HandleFunc("/{id}/reveal", s.handleReveal).Methods(http.MethodPost).Name("reveal")
 	r.HandleFunc("/{id}", s.handleView).Methods(get...).Name("view")
