@@ -46,11 +46,13 @@ type options struct {
 // field returns a create option from the form, the query or its header.
 type fieldFunc func(name string) (string, bool)
 
+// optionHeaders are the headers that carry create options, by option.
+var optionHeaders = map[string]string{
+	"lang": "X-Paste-Lang", "expire": "X-Paste-Expire", "burn": "X-Paste-Burn",
+	"title": "X-Paste-Title", "encrypted": "X-Paste-Encrypted",
+}
+
 func requestFields(r *http.Request, form url.Values) fieldFunc {
-	headers := map[string]string{
-		"lang": "X-Paste-Lang", "expire": "X-Paste-Expire", "burn": "X-Paste-Burn",
-		"title": "X-Paste-Title", "encrypted": "X-Paste-Encrypted",
-	}
 	q := r.URL.Query()
 	return func(name string) (string, bool) {
 		if v, ok := form[name]; ok {
@@ -59,7 +61,7 @@ func requestFields(r *http.Request, form url.Values) fieldFunc {
 		if v, ok := q[name]; ok {
 			return v[0], true
 		}
-		if h, ok := headers[name]; ok {
+		if h, ok := optionHeaders[name]; ok {
 			if v := r.Header.Values(h); len(v) > 0 {
 				return v[0], true
 			}
