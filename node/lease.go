@@ -178,8 +178,11 @@ func (l *leases) blocked(term, index uint64, now time.Time, others []string) (ti
 
 // leaseValid reports whether this node may serve a local hit now without
 // asking anyone.
-func (n *Node) leaseValid() bool {
-	return n.lease.valid(n.raft.CurrentTerm(), time.Now())
+func (n *Node) leaseValid() bool { return n.leaseValidAt(time.Now()) }
+
+// leaseValidAt is leaseValid with the time read by the caller.
+func (n *Node) leaseValidAt(now time.Time) bool {
+	return n.lease.valid(n.raft.CurrentTerm(), now)
 }
 
 // waitLeases returns once a removal at index may be acknowledged: every
