@@ -99,12 +99,13 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 	if err != nil {
 		return nil, 0, err
 	}
-	return n.applyChecked(ctx, data, cmd)
+	return n.applyChecked(ctx, data, cmd, false)
 }
 
-// applyChecked applies data, which checkCommand decoded into cmd.
-func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command) (*fsm.Result, uint64, error) {
-	return n.awaitApply(ctx, n.startApply(ctx, data), cmd.Type.Removes())
+// applyChecked applies data, which checkCommand decoded into cmd; forwarded
+// says that a follower sent it and waits to apply it too.
+func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command, forwarded bool) (*fsm.Result, uint64, error) {
+	return n.awaitApply(ctx, n.startApply(ctx, data), cmd.Type.Removes(), forwarded)
 }
 
 // startApply hands data to Raft without waiting for it to commit, so that
@@ -118,10 +119,15 @@ func (n *Node) startApply(ctx context.Context, data []byte) raft.ApplyFuture {
 }
 
 // awaitApply waits for f and returns its result; when the entry may remove
-// a paste, not before the read leases allow (waitLeases).
-func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes bool) (*fsm.Result, uint64, error) {
+// a paste, not before the read leases allow (waitLeases). When it removes
+// or was forwarded, other nodes wait to apply it, and the leader announces
+// its commit (announceCommit).
+func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes, forwarded bool) (*fsm.Result, uint64, error) {
 	if err := f.Error(); err != nil {
 		return nil, 0, err
+	}
+	if removes || forwarded {
+		n.announceCommit()
 	}
 	res, ok := f.Response().(*fsm.Result)
 	if !ok {
@@ -330,6 +336,38 @@ func (n *Node) await(f raft.Future) error {
 	}
 }
 
+// announceDelay is how long announceCommit waits for an entry that would
+// carry the commit index to the followers before it appends one for that.
+// Creates through a follower of 3 nodes from 64 clients: with 1 ms the
+// leader appended about 230 barriers a second and took a sixth fewer
+// creates; with 3 ms about 50, for as many creates as without any. A lone
+// client's creates take 6 ms rather than 25.
+const announceDelay = 3 * time.Millisecond
+
+// announceCommit makes the followers hear soon of everything the leader
+// has committed by now. A follower learns of a commit only from the
+// leader's next AppendEntries, which hashicorp/raft sends for new entries
+// or, with none, after CommitTimeout (15 to 30 ms here). A follower answers
+// a write it forwarded once it has applied it, a removal is acknowledged
+// once the read lease holders have applied it, and a node is ready once it
+// has applied what the new leader's barrier committed: each of these waited
+// out that timeout when no other write came, and a lone create through a
+// follower took 25 ms where one through the leader took 1.5 ms. So when no
+// entry follows within announceDelay, the leader appends a barrier, an
+// entry the state machine never sees, whose AppendEntries carries the
+// commit index. Under load the next writes carry it, and a barrier is
+// rare.
+func (n *Node) announceCommit() {
+	last := n.raft.LastIndex()
+	time.AfterFunc(announceDelay, func() {
+		if n.closing.Load() || n.raft.State() != raft.Leader || n.raft.LastIndex() != last {
+			return
+		}
+		// Not waited for: it carries the index, and nobody needs its result.
+		n.raft.Barrier(announceDelay)
+	})
+}
+
 // leaderBarrier runs the barrier of a new term, and stops waiting for it
 // when the node closes: with BatchApplyCh, a barrier still queued when Raft
 // shuts down is never answered, and Close would wait for this loop forever.
@@ -345,6 +383,8 @@ func (n *Node) leaderBarrier() {
 	case err := <-done:
 		if err != nil {
 			n.log.Warn("leader barrier failed", "err", err)
+		} else {
+			n.announceCommit() // the followers are ready once they apply it
 		}
 	case <-n.stop:
 	}

@@ -307,9 +307,9 @@ func (n *Node) applyBatch(ctx context.Context, batch [][]byte, forwarded bool) (
 		admitted = append(admitted, admittedCommand{i, data, cmd})
 	}
 	if len(admitted) > 1 && proto >= fsm.Since(fsm.TypeBatch) {
-		n.applyAsOne(ctx, admitted, outcomes)
+		n.applyAsOne(ctx, admitted, outcomes, forwarded)
 	} else {
-		n.applyEach(ctx, admitted, outcomes)
+		n.applyEach(ctx, admitted, outcomes, forwarded)
 	}
 	return outcomes, admitted
 }
@@ -323,20 +323,20 @@ type admittedCommand struct {
 
 // applyEach proposes each command as an entry of its own, all before any
 // is waited for, and sets their outcomes.
-func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, outcomes []applied) {
+func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, outcomes []applied, forwarded bool) {
 	futures := make([]raft.ApplyFuture, len(cmds))
 	for i, c := range cmds {
 		futures[i] = n.startApply(ctx, c.data)
 	}
 	for i, c := range cmds {
 		o := &outcomes[c.at]
-		o.res, o.index, o.err = n.awaitApply(ctx, futures[i], c.cmd.Type.Removes())
+		o.res, o.index, o.err = n.awaitApply(ctx, futures[i], c.cmd.Type.Removes(), forwarded)
 	}
 }
 
 // applyAsOne proposes the commands as one TypeBatch entry and sets their
 // outcomes from its results.
-func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, outcomes []applied) {
+func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, outcomes []applied, forwarded bool) {
 	entry := &fsm.Command{Type: fsm.TypeBatch, Batch: make([][]byte, len(cmds))}
 	removes := false
 	for i, c := range cmds {
@@ -347,7 +347,7 @@ func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, outcomes 
 	var res *fsm.Result
 	var index uint64
 	if err == nil {
-		res, index, err = n.awaitApply(ctx, n.startApply(ctx, data), removes)
+		res, index, err = n.awaitApply(ctx, n.startApply(ctx, data), removes, forwarded)
 	}
 	if err == nil && len(res.Batch) != len(cmds) {
 		err = fmt.Errorf("%w: %d results to a batch of %d: %v", fsm.ErrBadCommand, len(res.Batch), len(cmds), res.Err)

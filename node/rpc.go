@@ -138,7 +138,7 @@ func (n *Node) handleApply(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, &reply)
 		return
 	}
-	reply := resultReply(n.applyChecked(r.Context(), data, cmd))
+	reply := resultReply(n.applyChecked(r.Context(), data, cmd, true))
 	writeMsgpack(w, &reply)
 }
 
