@@ -1,0 +1,68 @@
+package cdb
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestUniqueFilesAreNotFingerprinted: a unique file's body gets a record of
+// its own even when another file has the same bytes, and is served as
+// given; its metadata is still shared, and a plain file still shares a
+// body it has in common with another.
+func TestUniqueFilesAreNotFingerprinted(t *testing.T) {
+	html := []Header{{"Content-Type", "text/html; charset=utf-8"}}
+	path := filepath.Join(t.TempDir(), "export.cdb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw, err := NewArchive(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path   string
+		unique bool
+	}{{"/u1", true}, {"/u2", true}, {"/p1", false}, {"/p2", false}} {
+		newFile := NewFile
+		if tt.unique {
+			newFile = NewUniqueFile
+		}
+		e, err := newFile(tt.path, 200, html, []byte("same bytes"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := aw.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenArchive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, p := range []string{"/u1", "/u2", "/p1", "/p2"} {
+		res, ok, err := a.Lookup(p)
+		if err != nil || !ok {
+			t.Fatalf("Lookup(%s) = %v, %v", p, ok, err)
+		}
+		if string(res.Body) != "same bytes" {
+			t.Errorf("%s body %q, want %q", p, res.Body, "same bytes")
+		}
+	}
+	counts := map[byte]int{}
+	if err := a.r.ForEach(func(k, v []byte) error { counts[k[0]]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// A body each for the two unique files, one for the two others.
+	if counts['d'] != 3 || counts['m'] != 1 {
+		t.Errorf("%d bodies and %d metadata records, want 3 and 1", counts['d'], counts['m'])
+	}
+}
