@@ -123,10 +123,18 @@ func (n *Node) startApply(ctx context.Context, data []byte) raft.ApplyFuture {
 // or was forwarded, other nodes wait to apply it, and the leader announces
 // its commit (announceCommit).
 func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes, forwarded bool) (*fsm.Result, uint64, error) {
-	if err := f.Error(); err != nil {
+	announce := removes || forwarded
+	if announce {
+		n.unannounced.Add(1)
+	}
+	err := f.Error()
+	if announce {
+		n.unannounced.Add(-1)
+	}
+	if err != nil {
 		return nil, 0, err
 	}
-	if removes || forwarded {
+	if announce {
 		n.announceCommit()
 	}
 	res, ok := f.Response().(*fsm.Result)
@@ -338,11 +346,7 @@ func (n *Node) await(f raft.Future) error {
 
 // announceDelay is how long announceCommit waits for an entry that would
 // carry the commit index to the followers before it appends one for that.
-// Creates through a follower of 3 nodes from 64 clients: with 1 ms the
-// leader appended about 230 barriers a second and took a sixth fewer
-// creates; with 3 ms about 50, for as many creates as without any. A lone
-// client's creates take 6 ms rather than 25.
-const announceDelay = 3 * time.Millisecond
+const announceDelay = time.Millisecond
 
 // announceCommit makes the followers hear soon of everything the leader
 // has committed by now. A follower learns of a commit only from the
@@ -352,15 +356,20 @@ const announceDelay = 3 * time.Millisecond
 // once the read lease holders have applied it, and a node is ready once it
 // has applied what the new leader's barrier committed: each of these waited
 // out that timeout when no other write came, and a lone create through a
-// follower took 25 ms where one through the leader took 1.5 ms. So when no
-// entry follows within announceDelay, the leader appends a barrier, an
-// entry the state machine never sees, whose AppendEntries carries the
-// commit index. Under load the next writes carry it, and a barrier is
-// rare.
+// follower took 25 ms where one through the leader took 1.5 ms. Under load
+// it stalled the forwarding too, when a follower's calls were all answered
+// and its clients all waited for their applies. So when no entry follows
+// within announceDelay, and no other write to announce is still to commit
+// (that one announces itself), the leader appends a barrier, an entry the
+// state machine never sees, whose AppendEntries carries the commit index.
+// Creates through a follower of 3 nodes: a lone client's take 3.7 ms; from
+// 64 clients, about 70 barriers a second, for as many creates as without
+// them. Without the second condition the leader appended about 230 a
+// second and took a sixth fewer creates (BENCHMARKS.md).
 func (n *Node) announceCommit() {
 	last := n.raft.LastIndex()
 	time.AfterFunc(announceDelay, func() {
-		if n.closing.Load() || n.raft.State() != raft.Leader || n.raft.LastIndex() != last {
+		if n.closing.Load() || n.raft.State() != raft.Leader || n.raft.LastIndex() != last || n.unannounced.Load() > 0 {
 			return
 		}
 		// Not waited for: it carries the index, and nobody needs its result.

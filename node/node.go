@@ -241,6 +241,7 @@ type Node struct {
 	minProto    atomic.Pointer[func() int] // see SetPeerProtocol
 	closing     atomic.Bool
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
+	unannounced atomic.Int64  // writes to announce not committed yet (announceCommit)
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
