@@ -15,9 +15,10 @@ import (
 )
 
 // ArchiveWriter writes a kawipiko-2022a archive: a CDB file that
-// kawipiko-server and Archive can serve. Identical bodies and identical
-// metadata blocks are stored once and shared by every path that uses
-// them. An ArchiveWriter is not safe for concurrent use.
+// kawipiko-server and Archive can serve. Identical bodies (but those of
+// entries made by NewUniqueFile) and identical metadata blocks are stored
+// once and shared by every path that uses them. An ArchiveWriter is not
+// safe for concurrent use.
 type ArchiveWriter struct {
 	w      *Writer
 	lastID int                      // the counter shared by m… and d… ids

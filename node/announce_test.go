@@ -8,10 +8,10 @@ import (
 
 // TestForwardedWritesAnnounceTheirCommit: with a CommitTimeout far longer
 // than any write takes, a follower still answers the creates and deletes
-// it forwards at once, and a follower is ready soon after an election:
-// the leader announces each commit that a follower waits for
-// (announceCommit) instead of leaving it to the next AppendEntries, which
-// hashicorp/raft would send only after CommitTimeout with no other write.
+// it forwards at once: the leader announces each commit that a follower
+// waits for (announceCommit) instead of leaving it to the next
+// AppendEntries, which hashicorp/raft would send only after CommitTimeout
+// with no other write.
 func TestForwardedWritesAnnounceTheirCommit(t *testing.T) {
 	const commitTimeout = 3 * time.Second
 	nodes := openCluster(t, 3, func(c *Config) { c.CommitTimeout = commitTimeout })
