@@ -3,6 +3,7 @@ package cdb
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,6 +185,32 @@ type testFile struct {
 	redirect string // AddRedirect instead of AddFile
 }
 
+// writeArchive writes an archive file with what add adds and returns its
+// path.
+func writeArchive(t *testing.T, add func(aw *ArchiveWriter) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "archive.cdb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	aw, err := NewArchive(f)
+	if err == nil {
+		err = add(aw)
+	}
+	if err == nil {
+		err = aw.Close()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestArchiveRoundTrip(t *testing.T) {
 	html := []Header{
 		{"Cache-Control", "public, immutable, max-age=3600"},
@@ -210,32 +237,20 @@ func TestArchiveRoundTrip(t *testing.T) {
 		{path: "/older", status: 308, redirect: "/p/abc"},
 	}
 
-	path := filepath.Join(t.TempDir(), "export.cdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aw, err := NewArchive(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tf := range files {
-		if tf.redirect != "" {
-			err = aw.AddRedirect(tf.path, tf.redirect, tf.status)
-		} else {
-			err = aw.AddFile(tf.path, tf.status, tf.headers, tf.body)
+	path := writeArchive(t, func(aw *ArchiveWriter) error {
+		for _, tf := range files {
+			var err error
+			if tf.redirect != "" {
+				err = aw.AddRedirect(tf.path, tf.redirect, tf.status)
+			} else {
+				err = aw.AddFile(tf.path, tf.status, tf.headers, tf.body)
+			}
+			if err != nil {
+				return fmt.Errorf("add %s: %w", tf.path, err)
+			}
 		}
-		if err != nil {
-			t.Fatalf("add %s: %v", tf.path, err)
-		}
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-
+		return nil
+	})
 	a, err := OpenArchive(path)
 	if err != nil {
 		t.Fatal(err)

@@ -113,27 +113,15 @@ func TestWeReadTinycdbFile(t *testing.T) {
 
 func TestTinycdbReadsOurArchive(t *testing.T) {
 	bin := tinycdb(t)
-	path := filepath.Join(t.TempDir(), "archive.cdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aw, err := NewArchive(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	headers := []Header{{"Content-Type", "text/plain; charset=utf-8"}}
-	for _, p := range []string{"/hello", "/hello.txt"} {
-		if err := aw.AddFile(p, 200, headers, []byte("hello\n")); err != nil {
-			t.Fatal(err)
+	path := writeArchive(t, func(aw *ArchiveWriter) error {
+		for _, p := range []string{"/hello", "/hello.txt"} {
+			if err := aw.AddFile(p, 200, headers, []byte("hello\n")); err != nil {
+				return err
+			}
 		}
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 
 	for _, tt := range []struct{ key, want string }{
 		{"schema", "kawipiko-2022a"},

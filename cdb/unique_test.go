@@ -1,10 +1,6 @@
 package cdb
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // TestUniqueFilesAreNotFingerprinted: a unique file's body gets a record of
 // its own even when another file has the same bytes, and is served as
@@ -12,37 +8,25 @@ import (
 // body it has in common with another.
 func TestUniqueFilesAreNotFingerprinted(t *testing.T) {
 	html := []Header{{"Content-Type", "text/html; charset=utf-8"}}
-	path := filepath.Join(t.TempDir(), "export.cdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aw, err := NewArchive(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		path   string
-		unique bool
-	}{{"/u1", true}, {"/u2", true}, {"/p1", false}, {"/p2", false}} {
-		newFile := NewFile
-		if tt.unique {
-			newFile = NewUniqueFile
+	path := writeArchive(t, func(aw *ArchiveWriter) error {
+		for _, tt := range []struct {
+			path   string
+			unique bool
+		}{{"/u1", true}, {"/u2", true}, {"/p1", false}, {"/p2", false}} {
+			newFile := NewFile
+			if tt.unique {
+				newFile = NewUniqueFile
+			}
+			e, err := newFile(tt.path, 200, html, []byte("same bytes"))
+			if err == nil {
+				err = aw.Add(e)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		e, err := newFile(tt.path, 200, html, []byte("same bytes"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := aw.Add(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := aw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+		return nil
+	})
 	a, err := OpenArchive(path)
 	if err != nil {
 		t.Fatal(err)
