@@ -378,7 +378,7 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore,
 	if err != nil {
 		return nil, nil, fmt.Errorf("log cache: %w", err)
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hlog)
+	snaps, err := openSnapshotFiles(n.cfg.DataDir, 2, hlog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot store: %w", err)
 	}
