@@ -529,8 +529,8 @@ func TestForwardingFallsBackForAnOldLeader(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create %d through an old leader: %v", i, err)
 		}
-		if _, ok := from.fsm.Get(p.ID, time.Now()); !ok {
-			t.Fatalf("paste %s not readable on %s once created", p.ID, from.ID())
+		if got, err := from.Read(context.Background(), p.ID, false); err != nil || string(got.Content) != fmt.Sprint(i) {
+			t.Fatalf("paste %s on %s once created: %v, %v", p.ID, from.ID(), got, err)
 		}
 	}
 	if batches != 3 {

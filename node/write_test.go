@@ -119,33 +119,72 @@ func TestConsumeAndRemoveNode(t *testing.T) {
 }
 
 // TestSlowWriteTimesOut: a write that a leader with a quorum does not
-// confirm within the write hold, because the leader or the follower that
-// took it is slow to apply, fails with ErrTimeout, which says it may still
-// be applied, not with ErrNoLeader, which says it was not. And it is
-// applied: every node has it once the slow one catches up.
+// confirm within the write hold, because the leader is slow to apply it, or
+// because the follower that took a removal is, fails with ErrTimeout, which
+// says it may still be applied, not with ErrNoLeader, which says it was
+// not. And it is applied: every node has it once the slow one catches up.
 func TestSlowWriteTimesOut(t *testing.T) {
 	const hold = 500 * time.Millisecond
 	nodes := openCluster(t, 3, func(c *Config) { c.WriteHold = hold })
 	leader, followers := leaderOf(t, nodes)
-	for i, slow := range []*Node{leader, followers[0]} {
-		closeGate(slow)
+	ctx := context.Background()
+	doomed := createOn(t, followers[1], "doomed", nodes...)
+	for i, w := range []struct {
+		slow  *Node
+		write func() error
+		want  int64 // pastes on every node afterwards
+	}{
+		{leader, func() error {
+			_, err := leader.Create(ctx, CreateRequest{Content: []byte("slow"), DeleteToken: "t"})
+			return err
+		}, 2},
+		{followers[0], func() error { return followers[0].Delete(ctx, doomed, "t", false) }, 1},
+	} {
+		closeGate(w.slow)
 		start := time.Now()
-		_, err := slow.Create(context.Background(), CreateRequest{Content: []byte("slow"), DeleteToken: "t"})
+		err := w.write()
 		elapsed := time.Since(start)
-		openGate(slow)
+		openGate(w.slow)
 		if !errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoLeader) {
-			t.Errorf("create on %s while it cannot apply: got %v, want %v", slow.ID(), err, ErrTimeout)
+			t.Errorf("write %d on %s while it cannot apply: got %v, want %v", i, w.slow.ID(), err, ErrTimeout)
 		}
 		if elapsed > hold+2*time.Second {
-			t.Errorf("create on %s took %s, want about the write hold %s", slow.ID(), elapsed, hold)
+			t.Errorf("write %d on %s took %s, want about the write hold %s", i, w.slow.ID(), elapsed, hold)
 		}
 		waitUntil(t, 10*time.Second, "every node holding the timed-out writes", func() error {
 			for _, n := range nodes {
-				if count, _ := n.fsm.Stats(); count != int64(i+1) {
-					return fmt.Errorf("%s holds %d pastes, want %d", n.ID(), count, i+1)
+				if count, _ := n.fsm.Stats(); count != w.want {
+					return fmt.Errorf("%s holds %d pastes, want %d", n.ID(), count, w.want)
 				}
 			}
 			return nil
 		})
+	}
+}
+
+// TestCreateOnASlowFollowerIsReadThere: a create through a follower that
+// cannot apply is answered once the leader has applied it, and a read of
+// it there does not answer 404 meanwhile: it waits to apply up to the read
+// index, answering ErrUnavailable while it cannot, and the content once it
+// can (G2).
+func TestCreateOnASlowFollowerIsReadThere(t *testing.T) {
+	nodes := openCluster(t, 3, func(c *Config) { c.WriteHold = 500 * time.Millisecond })
+	_, followers := leaderOf(t, nodes)
+	f := followers[0]
+	ctx := context.Background()
+	closeGate(f)
+	p, err := f.Create(ctx, CreateRequest{Content: []byte("mine"), DeleteToken: "t"})
+	if err != nil {
+		openGate(f)
+		t.Fatalf("create on a follower that cannot apply: %v; want it answered once the leader applied it", err)
+	}
+	if got, err := f.Read(ctx, p.ID, false); !errors.Is(err, ErrUnavailable) {
+		openGate(f)
+		t.Fatalf("read on the follower before it applied the create: %v, %v; want ErrUnavailable, never not found", got, err)
+	}
+	openGate(f)
+	got, err := f.Read(ctx, p.ID, false)
+	if err != nil || string(got.Content) != "mine" {
+		t.Fatalf("read on the follower once it can apply: %v, %v; want the content", got, err)
 	}
 }
