@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -235,6 +236,55 @@ func recordID(rec []byte) string {
 
 // recordExpires returns the expiry in rec.
 func recordExpires(rec []byte) int64 { return int64(binary.LittleEndian.Uint64(rec[hExpires:])) }
+
+// recordContentLen returns the length of the content in rec.
+func recordContentLen(rec []byte) int { return int(binary.LittleEndian.Uint32(rec[hLens+4*fContent:])) }
+
+// maxRecordBytes bounds a record that a snapshot may hold: a paste's
+// content is bounded by the command that created it, far below this.
+const maxRecordBytes = 1 << 30
+
+// checkRecord reports whether rec, which a snapshot of version 3 holds, is
+// a record that writeRecord could have made, so far as the readers of a
+// record rely on it: its lengths add up to its size, its ETag is the id in
+// quotes with a tail, and the header values it keeps formatted are
+// printable ASCII, since they are sent as they are. A snapshot's checksums
+// already caught damage; this keeps a faulty writer from crashing the
+// reader or reaching into the headers of an answer.
+func checkRecord(rec []byte) error {
+	le := binary.LittleEndian
+	if len(rec) < headerBytes {
+		return fmt.Errorf("a record of %d bytes, under its header", len(rec))
+	}
+	if rec[hFlags]&^(flagBurn|flagEncrypted|flagText) != 0 {
+		return fmt.Errorf("unknown flags %#x", rec[hFlags])
+	}
+	var f [nFields][]byte
+	at := headerBytes
+	for i := range f {
+		n := int(le.Uint32(rec[hLens+4*i:]))
+		if n > len(rec)-at {
+			return fmt.Errorf("field %d of %d bytes overruns the record of %d", i, n, len(rec))
+		}
+		f[i] = rec[at : at+n]
+		at += n
+	}
+	if at != len(rec) {
+		return fmt.Errorf("fields of %d bytes in a record of %d", at, len(rec))
+	}
+	etag, idLen := f[fETag], int(le.Uint32(rec[hIDLen:]))
+	if idLen == 0 || len(etag) < idLen+3 || etag[0] != '"' || etag[1+idLen] != '-' || etag[len(etag)-1] != '"' {
+		return fmt.Errorf("ETag %.80q does not hold an id of %d bytes", etag, idLen)
+	}
+	for _, v := range [][]byte{etag, f[fLastModified], f[fSize], f[fExpires]} {
+		for _, c := range v {
+			if c < ' ' || c > '~' {
+				return fmt.Errorf("header value %.80q has byte %#x", v, c)
+			}
+		}
+	}
+	return nil
+}
 
 // recordSize returns the length of the record that starts rec.
 func recordSize(rec []byte) int {

@@ -363,7 +363,7 @@ func (t *txn) create(c *Command) *Result {
 		}
 		return &Result{Err: ErrExists}
 	}
-	t.indexed(r, p)
+	t.indexed(r)
 	return &Result{Paste: r.paste()}
 }
 
@@ -371,18 +371,20 @@ func (t *txn) create(c *Command) *Result {
 func (t *txn) add(p *Paste) ref {
 	r := t.arena.put(p)
 	t.pastes.set(r)
-	t.indexed(r, p)
+	t.indexed(r)
 	return r
 }
 
-// indexed counts p, stored at r, which the index now holds, and indexes
-// its expiry. The expiry key's id is the record's, as the index's is.
-func (t *txn) indexed(r ref, p *Paste) {
-	if p.ExpiresAt != 0 {
-		t.expiry.insert(newTimeKey(p.ExpiresAt, recordID(r.record())))
+// indexed counts the paste stored at r, which the index now holds, and
+// indexes its expiry. The expiry key's id is the record's, as the index's
+// is.
+func (t *txn) indexed(r ref) {
+	rec := r.record()
+	if expires := recordExpires(rec); expires != 0 {
+		t.expiry.insert(newTimeKey(expires, recordID(rec)))
 	}
 	t.count++
-	t.bytes += int64(len(p.Content))
+	t.bytes += int64(recordContentLen(rec))
 }
 
 // compact moves the records still indexed out of the slabs that are at
@@ -517,8 +519,13 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 func (f *FSM) capture() *snapshot {
 	v := byte(snapshotVersion)
-	if fn := f.peerProto.Load(); fn != nil && (*fn)() < s2Protocol {
-		v = snapshotGzip
+	if fn := f.peerProto.Load(); fn != nil {
+		switch proto := (*fn)(); {
+		case proto < s2Protocol:
+			v = snapshotGzip
+		case proto < recordsProtocol:
+			v = snapshotS2
+		}
 	}
 	return &snapshot{s: f.cur.Load(), version: v}
 }

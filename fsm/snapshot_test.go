@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -35,7 +37,8 @@ func TestRestoreVersion1(t *testing.T) {
 	}
 	checkFixtureState(t, f)
 
-	// Its next snapshot is version 2 and holds the same state.
+	// Its next snapshot is of the current version and holds the same
+	// state.
 	v2 := snapshotBytes(t, f)
 	if v := v2[len(snapshotMagic)]; v != snapshotVersion {
 		t.Fatalf("new snapshot is version %d, want %d", v, snapshotVersion)
@@ -46,7 +49,7 @@ func TestRestoreVersion1(t *testing.T) {
 	}
 	checkFixtureState(t, g)
 	if again := snapshotBytes(t, g); !bytes.Equal(again, v2) {
-		t.Fatal("a restored version-2 snapshot writes different bytes")
+		t.Fatalf("a restored version-%d snapshot writes different bytes", snapshotVersion)
 	}
 
 	// For a peer of protocol 1 it writes version 1 again, with the same
@@ -57,13 +60,13 @@ func TestRestoreVersion1(t *testing.T) {
 	}
 }
 
-// TestSnapshotForOldPeers: while a member of protocol 1 may receive it, a
-// snapshot is written in version 1, and it restores.
+// TestSnapshotForOldPeers: while a member of protocol 1 (or 2) may
+// receive it, a snapshot is written in version 1 (or 2), and it restores.
 func TestSnapshotForOldPeers(t *testing.T) {
 	f := filledFSM(10)
 	proto := 1
 	f.SetPeerProtocol(func() int { return proto })
-	for _, want := range []byte{snapshotGzip, snapshotS2} {
+	for _, want := range []byte{snapshotGzip, snapshotS2, snapshotRecords} {
 		proto = int(want)
 		raw := snapshotBytes(t, f)
 		if v := raw[len(snapshotMagic)]; v != want {
@@ -127,6 +130,71 @@ func TestRestoreRefusesDamage(t *testing.T) {
 			t.Fatalf("byte %d flipped: the failed restore left %d pastes at index %d", i, n, f.Index())
 		}
 	}
+}
+
+// TestRestoreRefusesBadRecords: a snapshot of version 3 whose checksums
+// hold but whose record a faulty writer made wrong is refused with
+// ErrSnapshot, not served from and not a crash.
+func TestRestoreRefusesBadRecords(t *testing.T) {
+	f := filledFSM(1)
+	var good []byte
+	f.cur.Load().pastes.ascend(func(_ string, r ref) bool { good = bytes.Clone(r.record()); return false })
+	le := binary.LittleEndian
+	for name, spoil := range map[string]func(rec []byte) []byte{
+		"cut short":        func(rec []byte) []byte { return rec[:len(rec)-1] },
+		"under its header": func(rec []byte) []byte { return rec[:headerBytes-1] },
+		"a field too long": func(rec []byte) []byte {
+			le.PutUint32(rec[hLens+4*fContent:], le.Uint32(rec[hLens+4*fContent:])+1)
+			return rec
+		},
+		"a huge field":   func(rec []byte) []byte { le.PutUint32(rec[hLens+4*fTitle:], 1<<31); return rec },
+		"an id too long": func(rec []byte) []byte { le.PutUint32(rec[hIDLen:], 1<<20); return rec },
+		"no id":          func(rec []byte) []byte { le.PutUint32(rec[hIDLen:], 0); return rec },
+		"unknown flags":  func(rec []byte) []byte { rec[hFlags] |= 0x80; return rec },
+		"a newline in Last-Modified": func(rec []byte) []byte {
+			rec[headerBytes+int(le.Uint32(rec[hLens+4*fETag:]))] = '\n'
+			return rec
+		},
+	} {
+		raw := recordsSnapshot(t, spoil(bytes.Clone(good)))
+		g := New()
+		if err := g.Restore(io.NopCloser(bytes.NewReader(raw))); !errors.Is(err, ErrSnapshot) {
+			t.Errorf("a record %s: err = %v, want ErrSnapshot", name, err)
+		}
+		if n, _ := g.Stats(); n != 0 {
+			t.Errorf("a record %s: the failed restore left %d pastes", name, n)
+		}
+	}
+	g := New()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(recordsSnapshot(t, good)))); err != nil {
+		t.Fatalf("the record unspoiled: %v", err)
+	}
+	if p, ok := g.Get("p0000000", time.Unix(0, sec)); !ok || len(p.Content) != 1024 {
+		t.Fatalf("the record unspoiled restores as %+v, %v", p, ok)
+	}
+}
+
+// recordsSnapshot returns a snapshot of version 3 holding the given paste
+// records as they are, and nothing else.
+func recordsSnapshot(t *testing.T, records ...[]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.WriteString(snapshotMagic)
+	buf.WriteByte(snapshotRecords)
+	zw := s2.NewWriter(&buf)
+	enc := msgpack.NewEncoder(zw)
+	if err := enc.Encode(&snapshotHeader{Version: snapshotRecords, Index: 1, Pastes: len(records)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range records {
+		if err := enc.EncodeBytes(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // filledFSM returns an FSM holding n pastes of 1 KiB of text, each with
@@ -227,13 +295,25 @@ func gunzipV1(t *testing.T, snap []byte) []byte {
 }
 
 // TestRestoreReusesBuffers: a restore decodes the pastes into a few
-// buffers that it reuses, rather than allocating every paste's content
-// once more only to copy it into the arena, and every paste comes back
-// as it was.
+// buffers that it reuses (version 2), or straight into the arena (version
+// 3), rather than allocating every paste's content once more only to copy
+// it into the arena, and every paste comes back as it was.
 func TestRestoreReusesBuffers(t *testing.T) {
 	const n = 20000
 	orig := filledFSM(n)
+	for _, version := range []int{snapshotS2, snapshotRecords} {
+		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
+			orig.SetPeerProtocol(func() int { return version })
+			restoreReusesBuffers(t, orig, n)
+		})
+	}
+}
+
+func restoreReusesBuffers(t *testing.T, orig *FSM, n int) {
 	snap := snapshotBytes(t, orig)
+	if v := snap[len(snapshotMagic)]; v != byte(orig.capture().version) {
+		t.Fatalf("snapshot of version %d", v)
+	}
 	restored := New()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -247,7 +327,7 @@ func TestRestoreReusesBuffers(t *testing.T) {
 		slabs[r.s] = true
 		return true
 	})
-	perPaste := (int64(after.TotalAlloc-before.TotalAlloc) - int64(len(slabs))*slabSize) / n
+	perPaste := (int64(after.TotalAlloc-before.TotalAlloc) - int64(len(slabs))*slabSize) / int64(n)
 	t.Logf("the restore allocated %d bytes per paste beyond its slabs", perPaste)
 	if perPaste > 800 {
 		t.Errorf("the restore allocated %d bytes per paste of 1 KiB beyond its slabs, want at most 800 (it was 1.5k before the reuse)", perPaste)

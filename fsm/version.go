@@ -12,11 +12,16 @@ import "math"
 // Protocol 2 adds the batch entry (TypeBatch) and reads snapshots of
 // version 2 (S2); a node writes those snapshots only once every member
 // does (FSM.SetPeerProtocol), since a leader sends its snapshot to a
-// follower that lags too far behind.
-const ProtocolVersion = 2
+// follower that lags too far behind. Protocol 3 adds no command: it reads
+// snapshots of version 3 (records), written on the same terms.
+const ProtocolVersion = 3
 
-// s2Protocol is the protocol that reads snapshots of version 2.
-const s2Protocol = 2
+// s2Protocol and recordsProtocol are the protocols that read snapshots of
+// versions 2 and 3.
+const (
+	s2Protocol      = 2
+	recordsProtocol = 3
+)
 
 // Since returns the protocol version that introduced command type t, or
 // math.MaxInt for a type this version does not know.
