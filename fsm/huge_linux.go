@@ -1,6 +1,10 @@
 package fsm
 
 import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,8 +20,12 @@ const hugePage = 2 << 20
 // is, or always), or, with on false, no longer to. A restore fills its
 // slabs at once, and a page fault per 4 KiB was most of its time on a
 // virtual machine here: 100 MB of slabs took 25k faults, and a huge page
-// takes one fault for 2 MiB (BENCHMARKS.md).
+// takes one fault for 2 MiB (BENCHMARKS.md). It does nothing where the
+// kernel reports its free memory to the hypervisor (hugePagesPay).
 func adviseHuge(b []byte, on bool) {
+	if !hugePagesPay() {
+		return
+	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start := (base + hugePage - 1) &^ (hugePage - 1)
 	end := (base + uintptr(len(b))) &^ (hugePage - 1)
@@ -29,4 +37,28 @@ func adviseHuge(b []byte, on bool) {
 		advice = unix.MADV_HUGEPAGE
 	}
 	_ = unix.Madvise(b[start-base:end-base], advice)
+}
+
+// hugePagesPay reports whether a restore's slabs should get huge pages: not
+// where the kernel hands free memory back to the hypervisor (free page
+// reporting, virtio-balloon's, as on Firecracker). It reports free blocks
+// of 2 MiB, the ones a huge page is taken from, and the host drops their
+// memory, so that the first write to a huge page faults on the host page
+// by page. On such a machine the restore of a node's first start after a
+// stop (100k pastes of 1 KiB) took 235-325 ms with huge pages and 141-176
+// ms without them (four runs each, 2026-12-02); on one without reporting,
+// huge pages halved it (BENCHMARKS.md).
+var hugePagesPay = sync.OnceValue(func() bool {
+	return !freePagesReported("/sys/module/page_reporting/parameters/reported_kib")
+})
+
+// freePagesReported reports whether the kernel has reported free memory to
+// its hypervisor, as the page_reporting module's count at path says.
+func freePagesReported(path string) bool {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	kib, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 64)
+	return err == nil && kib > 0
 }
