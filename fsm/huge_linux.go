@@ -23,9 +23,13 @@ const hugePage = 2 << 20
 // takes one fault for 2 MiB (BENCHMARKS.md). It does nothing where the
 // kernel reports its free memory to the hypervisor (hugePagesPay).
 func adviseHuge(b []byte, on bool) {
-	if !hugePagesPay() {
-		return
+	if hugePagesPay() {
+		madviseHuge(b, on)
 	}
+}
+
+// madviseHuge gives the advice of adviseHuge.
+func madviseHuge(b []byte, on bool) {
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	start := (base + hugePage - 1) &^ (hugePage - 1)
 	end := (base + uintptr(len(b))) &^ (hugePage - 1)

@@ -1,10 +1,46 @@
 package fsm
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 )
+
+// TestAdviseHuge: the advice reaches the kernel, and is taken back.
+func TestAdviseHuge(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("this kernel has no transparent huge pages:", err)
+	}
+	b := make([]byte, slabSize)
+	madviseHuge(b, true)
+	if flags := vmFlags(t, b); !strings.Contains(flags, " hg ") {
+		t.Errorf("advised: VmFlags%s, want hg", flags)
+	}
+	madviseHuge(b, false)
+	if flags := vmFlags(t, b); strings.Contains(flags, " hg ") || !strings.Contains(flags, " nh ") {
+		t.Errorf("advice taken back: VmFlags%s, want nh", flags)
+	}
+}
+
+// TestNoHugePagesWhereTheyDoNotPay: where hugePagesPay says no, a slab
+// gets no advice at all.
+func TestNoHugePagesWhereTheyDoNotPay(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("this kernel has no transparent huge pages:", err)
+	}
+	pay := hugePagesPay
+	hugePagesPay = func() bool { return false }
+	t.Cleanup(func() { hugePagesPay = pay })
+	b := make([]byte, slabSize)
+	adviseHuge(b, true)
+	if flags := vmFlags(t, b); strings.Contains(flags, " hg ") {
+		t.Errorf("advised where huge pages do not pay: VmFlags%s", flags)
+	}
+}
 
 func TestFreePagesReported(t *testing.T) {
 	dir := t.TempDir()
@@ -20,4 +56,46 @@ func TestFreePagesReported(t *testing.T) {
 	if freePagesReported(filepath.Join(dir, "missing")) {
 		t.Error("a kernel without page_reporting reported free pages")
 	}
+}
+
+// vmFlags returns the VmFlags in smaps of the mapping that holds the first
+// whole huge page in b, with a space on either side.
+func vmFlags(t *testing.T, b []byte) string {
+	t.Helper()
+	at := (uintptr(unsafe.Pointer(unsafe.SliceData(b))) + hugePage - 1) &^ (hugePage - 1)
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if lo, hi, ok := mappingRange(line); ok {
+			in = lo <= at && at < hi
+			continue
+		}
+		if flags, ok := strings.CutPrefix(line, "VmFlags:"); ok && in {
+			return flags + " "
+		}
+	}
+	t.Fatalf("no mapping holds %#x: %v", at, sc.Err())
+	return ""
+}
+
+// mappingRange parses the address range that starts a mapping's block in
+// smaps ("7f00-7f10 rw-p ...").
+func mappingRange(line string) (lo, hi uintptr, ok bool) {
+	first, _, _ := strings.Cut(line, " ")
+	l, h, found := strings.Cut(first, "-")
+	if !found {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(l, 16, 64)
+	z, err2 := strconv.ParseUint(h, 16, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return uintptr(a), uintptr(z), true
 }
