@@ -78,8 +78,8 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 // look up here next. A create does not: a read of its id that misses on
 // this node asks the leader for the read index and applies up to it before
 // it answers (Read, G2), so waiting for this node's own apply only added a
-// round of AppendEntries to every create through a follower, a fifth of
-// the throughput of 64 clients there (BENCHMARKS.md).
+// round of AppendEntries to every create through a follower: 64 clients
+// there create about a fifth more per second without it (BENCHMARKS.md).
 func waitsForLocalApply(t fsm.Type) bool { return t != fsm.TypeCreate }
 
 // applyOnce applies data, a command of type t, on the leader: here, or by
@@ -114,7 +114,7 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) (*fsm.Result, uint64
 }
 
 // applyChecked applies data, which checkCommand decoded into cmd; forwarded
-// says that a follower sent it and waits to apply it too.
+// says that a follower sent it, which applies it too (announceCommit).
 func (n *Node) applyChecked(ctx context.Context, data []byte, cmd *fsm.Command, forwarded bool) (*fsm.Result, uint64, error) {
 	return n.awaitApply(ctx, n.startApply(ctx, data), cmd.Type.Removes(), forwarded)
 }
@@ -131,8 +131,8 @@ func (n *Node) startApply(ctx context.Context, data []byte) raft.ApplyFuture {
 
 // awaitApply waits for f and returns its result; when the entry may remove
 // a paste, not before the read leases allow (waitLeases). When it removes
-// or was forwarded, other nodes wait to apply it, and the leader announces
-// its commit (announceCommit).
+// or was forwarded, other nodes may wait to apply it, and the leader
+// announces its commit (announceCommit).
 func (n *Node) awaitApply(ctx context.Context, f raft.ApplyFuture, removes, forwarded bool) (*fsm.Result, uint64, error) {
 	announce := removes || forwarded
 	if announce {
@@ -363,20 +363,20 @@ const announceDelay = time.Millisecond
 // has committed by now. A follower learns of a commit only from the
 // leader's next AppendEntries, which hashicorp/raft sends for new entries
 // or, with none, after CommitTimeout (15 to 30 ms here). A follower answers
-// a write it forwarded once it has applied it, a removal is acknowledged
-// once the read lease holders have applied it, and a node is ready once it
-// has applied what the new leader's barrier committed: each of these waited
-// out that timeout when no other write came, and a lone create through a
-// follower took 25 ms where one through the leader took 1.2 ms. Under load
-// it stalled the forwarding too, when a follower's calls were all answered
-// and its clients all waited for their applies. So when no entry follows
-// within announceDelay, and no other write to announce is still to commit
-// (that one announces itself), the leader appends a barrier, an entry the
-// state machine never sees, whose AppendEntries carries the commit index.
-// Creates through a follower of 3 nodes: a lone client's take 3.7 ms; from
-// 64 clients, about 70 barriers a second, for as many creates as without
-// them. Without the second condition the leader appended about 230 a
-// second and took a sixth fewer creates (BENCHMARKS.md).
+// a removal it forwarded once it has applied it, a read there that misses
+// a paste it forwarded the create of waits to apply up to the read index,
+// a removal is acknowledged once the read lease holders have applied it,
+// and a node is ready once it has applied what the new leader's barrier
+// committed: each of these waited out that timeout when no other write
+// came (a lone create through a follower, which waited for its own apply
+// then, took 25 ms where one through the leader took 1.2 ms). So when no
+// entry follows within announceDelay, and no other write to announce is
+// still to commit (that one announces itself), the leader appends a
+// barrier, an entry the state machine never sees, whose AppendEntries
+// carries the commit index. From 64 clients creating through a follower of
+// 3 nodes, about 36 barriers a second (2026-12-02); without the second
+// condition the leader appended more than three times as many and took a
+// sixth fewer creates (BENCHMARKS.md).
 func (n *Node) announceCommit() {
 	last := n.raft.LastIndex()
 	time.AfterFunc(announceDelay, func() {

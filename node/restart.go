@@ -60,10 +60,10 @@ func (n *Node) soleVoter() bool {
 // shorter one is replayed. Either way a stop and start of 100k pastes
 // then take about half a second at the worst; at a third, the rule
 // before, a tail that just missed it made that about 0.7 s. The tail
-// counts commands, not entries: a batch entry carries many. (Snapshots of
-// records, version 3, restore at about 1.7 µs a paste in a starting node
-// on another machine, which only moves the point where a snapshot pays
-// towards a shorter tail; the rule was left as it is.)
+// counts commands, not entries: a batch entry carries many. (On a later
+// machine, snapshots of records, version 3, restore at about 1.7 µs a
+// paste in a starting node: that only moves the point where a snapshot
+// pays towards a shorter tail; the rule was left as it is.)
 func (n *Node) snapshotAtClose() {
 	tail := n.fsm.CommandsSinceSnapshot()
 	if pastes, _ := n.fsm.Stats(); tail == 0 || tail < pastes/snapshotAtCloseShare {
