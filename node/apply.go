@@ -374,9 +374,10 @@ const announceDelay = time.Millisecond
 // still to commit (that one announces itself), the leader appends a
 // barrier, an entry the state machine never sees, whose AppendEntries
 // carries the commit index. From 64 clients creating through a follower of
-// 3 nodes, about 36 barriers a second (2026-12-02); without the second
-// condition the leader appended more than three times as many and took a
-// sixth fewer creates (BENCHMARKS.md).
+// 3 nodes, about 36 barriers a second (2026-12-02). Without the second
+// condition, when followers still waited to apply their creates, the
+// leader appended about 230 a second against 70 with it, and took a sixth
+// fewer creates (BENCHMARKS.md).
 func (n *Node) announceCommit() {
 	last := n.raft.LastIndex()
 	time.AfterFunc(announceDelay, func() {
