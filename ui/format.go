@@ -17,6 +17,14 @@ func newStamp(t, now time.Time) stamp {
 	return stamp{Rel: relTime(t, now), Exact: t.UTC().Format(time.RFC3339)}
 }
 
+// fixedStamp is t as a mirror's pages show it: the UTC time to the
+// minute, "2026-03-14 16:09 UTC", which stays true however long the page
+// is served. The page's script shows it relative to the reader's clock
+// (relTime in app.js).
+func fixedStamp(t time.Time) stamp {
+	return stamp{Rel: t.UTC().Format("2006-01-02 15:04 UTC"), Exact: t.UTC().Format(time.RFC3339)}
+}
+
 // timeUnits are the units of relTime, largest first.
 var timeUnits = []struct {
 	d    time.Duration

@@ -44,8 +44,10 @@ type Paste struct {
 // Options configure a UI.
 type Options struct {
 	// Mirror renders a read-only static mirror: the index page says so
-	// instead of showing the form, and paste pages offer no action that
-	// creates a paste.
+	// instead of showing the form, paste pages offer no action that
+	// creates a paste, and their times are fixed (the UTC time, which the
+	// page's script shows relative to the reader's clock) rather than
+	// relative to the time of rendering.
 	Mirror bool
 	// MaxHighlightBytes is the size above which a paste is shown as plain
 	// escaped text; 0 means DefaultMaxHighlightBytes.
@@ -253,7 +255,9 @@ type pasteView struct {
 }
 
 // Paste writes the view of a paste. now is the time that relative times
-// are measured from.
+// are measured from; a mirror's pages show fixed times instead, so that
+// what an export stores stays true and the page of a paste is the same
+// in every export.
 func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	v := u.pasteView(p, now)
 	if vals, ok := valuesOf(&v); ok {
@@ -265,6 +269,14 @@ func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	return u.render(w, "paste", v)
 }
 
+// stamp is t as this UI's pages show it at now.
+func (u *UI) stamp(t, now time.Time) stamp {
+	if u.opts.Mirror {
+		return fixedStamp(t)
+	}
+	return newStamp(t, now)
+}
+
 // pasteView is what the page of p shows.
 func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 	v := pasteView{
@@ -273,12 +285,12 @@ func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 		Heading:   titleOf(p),
 		LangLabel: langLabel(p.Lang),
 		Size:      pastenode.FormatSize(int64(len(p.Content))),
-		Created:   newStamp(p.CreatedAt, now),
+		Created:   u.stamp(p.CreatedAt, now),
 		Download:  DownloadName(p),
 	}
 	v.NoIndex = true
 	if !p.ExpiresAt.IsZero() {
-		s := newStamp(p.ExpiresAt, now)
+		s := u.stamp(p.ExpiresAt, now)
 		v.Expires = &s
 	}
 	if p.Burn {

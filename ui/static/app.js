@@ -569,6 +569,39 @@
     });
   }
 
+  // relTime says how far t is from now (both in milliseconds) as the
+  // server's pages do (relTime in ui/format.go): the largest unit that
+  // fits from 95% of its length, rounded.
+  var timeUnits = [
+    [365 * 24 * 3600e3, "year"], [30 * 24 * 3600e3, "month"], [7 * 24 * 3600e3, "week"],
+    [24 * 3600e3, "day"], [3600e3, "hour"], [60e3, "minute"]
+  ];
+  function relTime(t, now) {
+    var d = Math.abs(t - now), future = t > now;
+    for (var i = 0; i < timeUnits.length; i++) {
+      var unit = timeUnits[i];
+      if (d < unit[0] * 0.95) {
+        continue;
+      }
+      var n = Math.round(d / unit[0]);
+      var text = n + " " + unit[1] + (n === 1 ? "" : "s");
+      return future ? "in " + text : text + " ago";
+    }
+    return future ? "in less than a minute" : "just now";
+  }
+
+  // A mirror's pages carry fixed times, true however long they are
+  // served; shown to a reader, they read as the live node's do.
+  function initTimes() {
+    document.querySelectorAll("time[data-relative]").forEach(function (el) {
+      var t = Date.parse(el.getAttribute("datetime"));
+      if (!isNaN(t)) {
+        el.textContent = relTime(t, Date.now());
+      }
+    });
+  }
+
+  initTimes();
   initForm();
   initPaste();
   initBurn();
