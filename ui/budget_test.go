@@ -109,3 +109,38 @@ func TestTerminalKeepsThePlainVerdict(t *testing.T) {
 		t.Fatal("a later terminal read waited to tokenise the paste again")
 	}
 }
+
+// TestRenderPasteFinal: a page whose highlighting found every tokeniser
+// busy is not final, so that an export does not keep it; once the
+// tokenisers are free the same paste renders highlighted and final, and
+// so does a page that ran out of budget, whose verdict is for good.
+func TestRenderPasteFinal(t *testing.T) {
+	u := newUI(t, Options{HighlightBudget: 50 * time.Millisecond})
+	p := Paste{ID: "go", Lang: "Go", Content: []byte(goSource), CreatedAt: now}
+	render := func() (string, bool) {
+		t.Helper()
+		var b bytes.Buffer
+		final, err := u.RenderPaste(&b, p, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.String(), final
+	}
+	for range cap(tokeniserSlots) {
+		tokeniserSlots <- struct{}{}
+	}
+	page, final := render()
+	for range cap(tokeniserSlots) {
+		<-tokeniserSlots
+	}
+	if lit := strings.Contains(page, `<span class="kn">package</span>`); final || lit {
+		t.Errorf("with every tokeniser busy: final %v, highlighted %v; want a plain page that is not final", final, lit)
+	}
+	if page, final = render(); !final || !strings.Contains(page, `<span class="kn">package</span>`) {
+		t.Errorf("with the tokenisers free: final %v; want a highlighted, final page", final)
+	}
+	p = Paste{ID: "bomb", Lang: "makefile", Content: bytes.Repeat([]byte("a"), 32<<10), CreatedAt: now}
+	if page, final = render(); !final || !strings.Contains(page, "took too long") {
+		t.Errorf("over budget: final %v; want the plain page, final", final)
+	}
+}

@@ -24,7 +24,8 @@ type bodyCache struct {
 type renderedBody struct {
 	html  template.HTML
 	lines int
-	plain bool // highlighting ran out of its budget
+	plain bool // highlighting ran out of its budget, or found no tokeniser free
+	busy  bool // no tokeniser was free: another render may highlight it; never cached
 }
 
 func newBodyCache(maxBytes int) *bodyCache {

@@ -252,6 +252,8 @@ type pasteView struct {
 	Text      string // the ciphertext of an encrypted paste
 	Notes     []string
 	Download  string // file name
+
+	busy bool // the body is plain because no tokeniser was free
 }
 
 // Paste writes the view of a paste. now is the time that relative times
@@ -259,14 +261,24 @@ type pasteView struct {
 // what an export stores stays true and the page of a paste is the same
 // in every export.
 func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
+	_, err := u.RenderPaste(w, p, now)
+	return err
+}
+
+// RenderPaste is Paste that also reports whether the page is final: the
+// same page as every later rendering of p at the same time would write.
+// It is not when the highlighting found no tokeniser free and showed the
+// text plain this once. A mirror's pages, whose times are fixed, are the
+// same at any time, and a final one can be kept for the next export.
+func (u *UI) RenderPaste(w io.Writer, p Paste, now time.Time) (final bool, err error) {
 	v := u.pasteView(p, now)
 	if vals, ok := valuesOf(&v); ok {
 		if err := u.skeletons[shapeOf(&v)].write(w, &vals); err != nil {
-			return fmt.Errorf("render paste page: %w", err)
+			return false, fmt.Errorf("render paste page: %w", err)
 		}
-		return nil
+		return !v.busy, nil
 	}
-	return u.render(w, "paste", v)
+	return !v.busy, u.render(w, "paste", v)
 }
 
 // stamp is t as this UI's pages show it at now.
@@ -315,7 +327,7 @@ func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 	if b.plain {
 		v.Notes = append(v.Notes, "Highlighting this paste took too long, so it is shown without highlighting.")
 	}
-	v.Body, v.Lines = b.html, b.lines
+	v.Body, v.Lines, v.busy = b.html, b.lines, b.busy
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)
 	return v
 }
@@ -356,7 +368,7 @@ func (u *UI) body(p Paste, lexer chroma.Lexer, text string) renderedBody {
 func (u *UI) highlight(lexer chroma.Lexer, text string) (renderedBody, outcome) {
 	tokens, res := u.hl.tokens(lexer, text)
 	html, lines := renderLines(tokens, len(text))
-	return renderedBody{html: html, lines: lines, plain: res != highlighted}, res
+	return renderedBody{html: html, lines: lines, plain: res != highlighted, busy: res == busy}, res
 }
 
 // titleOf is the heading of a paste: its title, or its id.
