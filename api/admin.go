@@ -119,7 +119,7 @@ var exportProgressEvery = time.Second
 // writeExport and writeExportTail build the archive; vars so that tests
 // can make them slow or fail.
 var (
-	writeExport     = mirror.WriteExportProgress
+	writeExport     = mirror.WriteExportWith
 	writeExportTail = mirror.WriteExportTail
 )
 
@@ -179,7 +179,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Export-Pastes", strconv.Itoa(st.Pastes))
 	h.Set("Cache-Control", "no-store")
 	s.log.Info("export", "index", st.Index, "pastes", st.Pastes, "burn_skipped", st.Burn,
-		"expired_skipped", st.Expired, "bad_id_skipped", st.Skipped, "bytes", st.Bytes, "took", time.Since(start))
+		"expired_skipped", st.Expired, "bad_id_skipped", st.Skipped, "bytes", st.Bytes, "cached", st.Cached, "took", time.Since(start))
 	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
@@ -215,7 +215,7 @@ func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, pages *ui.
 	h.Set("Cache-Control", "no-store")
 	h.Set("Trailer", "X-Export-Pastes")
 	out := &countingWriter{w: w}
-	st, err := writeExportTail(r.Context(), out, s.cfg.Store.View(), pages, now, nil)
+	st, err := writeExportTail(r.Context(), out, s.cfg.Store.View(), pages, now, mirror.ExportOptions{Cache: s.cfg.ExportCache})
 	if err != nil {
 		if out.n == 0 {
 			h.Del("Trailer")
@@ -228,7 +228,7 @@ func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, pages *ui.
 	h.Set("X-Export-Pastes", strconv.Itoa(st.Pastes))
 	s.log.Info("export", "index", st.Index, "pastes", st.Pastes, "burn_skipped", st.Burn,
 		"expired_skipped", st.Expired, "bad_id_skipped", st.Skipped, "bytes", st.Bytes,
-		"sent", out.n, "took", time.Since(now))
+		"cached", st.Cached, "sent", out.n, "took", time.Since(now))
 }
 
 // countingWriter counts the bytes written through it. It passes no
@@ -259,7 +259,7 @@ func (s *Server) buildExport(w http.ResponseWriter, r *http.Request, f *os.File,
 	view := s.cfg.Store.View()
 	out := make(chan result, 1)
 	go func() {
-		st, err := writeExport(r.Context(), f, view, pages, now, &done)
+		st, err := writeExport(r.Context(), f, view, pages, now, mirror.ExportOptions{Done: &done, Cache: s.cfg.ExportCache})
 		out <- result{st, err}
 	}()
 	tick := time.NewTicker(exportProgressEvery)

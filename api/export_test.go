@@ -192,8 +192,8 @@ func TestExportProgress(t *testing.T) {
 	exportProgressEvery = 20 * time.Millisecond
 	// The build outlasts the client's timeout three times over, however
 	// fast the machine: it is the silence, not the length, that must fail.
-	writeExport = func(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (mirror.ExportStats, error) {
-		st, err := oldWrite(ctx, w, view, pages, now, done)
+	writeExport = func(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, opts mirror.ExportOptions) (mirror.ExportStats, error) {
+		st, err := oldWrite(ctx, w, view, pages, now, opts)
 		select {
 		case <-time.After(3 * timeout):
 		case <-ctx.Done():
@@ -266,7 +266,7 @@ func TestExportTailFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sent := range []int{0, 200 << 10} {
-		writeExportTail = func(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (mirror.ExportStats, error) {
+		writeExportTail = func(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, opts mirror.ExportOptions) (mirror.ExportStats, error) {
 			if _, err := w.Write(make([]byte, sent)); err != nil {
 				return mirror.ExportStats{}, err
 			}

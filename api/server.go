@@ -25,6 +25,7 @@ import (
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -97,6 +98,9 @@ type Config struct {
 	// the garbage collector's headroom grow meanwhile, as an export
 	// allocates its buffers at a rate no other call does.
 	ExportStarted func() (done func())
+	// ExportCache, when set, keeps the pages of one export for the next,
+	// which then renders and compresses only the pastes new since.
+	ExportCache *mirror.PageCache
 }
 
 // Validate checks c and fills in defaults.

@@ -174,11 +174,11 @@ func BenchmarkExportPaste(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := &fsm.Paste{ID: "abcdefghij", Content: benchContent(r, 1024), CreatedAt: time.Now().UnixNano()}
 	e := exporter{pages: mirrorPages(b), now: time.Now()}
-	bufs := exportBufPool.Get().(*exportBuffers)
+	j := &exportJob{p: p, bufs: exportBufPool.Get().(*exportBuffers)}
 	zc := cdb.NewCompressor()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.paste(p, bufs, zc); err != nil {
+		if err := e.paste(j, zc); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type ExportStats struct {
 	Expired int    // pastes already expired, left out
 	Skipped int    // pastes whose id cannot be an archive path, left out
 	Bytes   int64  // content bytes of the exported pastes
+	Cached  int    // exported pastes whose page came from the PageCache
 }
 
 // exportMaxAge caps how long, in seconds, a client or cache may keep what
@@ -38,6 +40,16 @@ const exportMaxAge = 3600
 // exportAssets are the ui's static files, stored under /static/; the
 // pages link them with a ?v= query that kawipiko ignores.
 var exportAssets = []string{"app.css", "app.js"}
+
+// ExportOptions are the optional parts of an export.
+type ExportOptions struct {
+	// Done, when not nil, counts the pastes written so far, for a caller
+	// that reports progress from another goroutine.
+	Done *atomic.Int64
+	// Cache, when not nil, keeps the pastes' pages for the next export
+	// and gives those the last one kept.
+	Cache *PageCache
+}
 
 // WriteExport writes a kawipiko-2022a archive of view to w: for every live
 // paste that may be mirrored, its raw bytes at /raw/{id}, its page at
@@ -51,39 +63,40 @@ var exportAssets = []string{"app.css", "app.js"}
 // true}). The view is one consistent state, so the archive is too, however
 // long the export takes and whatever is written meanwhile. Pastes are
 // rendered and compressed on every CPU but written in id order, so the
-// same view and time give the same file. On error the content of w is
-// incomplete and should be discarded.
+// same view and time give the same file, with or without a cache. On
+// error the content of w is incomplete and should be discarded.
 func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time) (ExportStats, error) {
-	return WriteExportProgress(ctx, w, view, pages, now, nil)
+	return WriteExportWith(ctx, w, view, pages, now, ExportOptions{})
 }
 
-// WriteExportProgress is WriteExport that also counts, in done when it is
-// not nil, the pastes written so far, for a caller that reports progress
-// from another goroutine.
-func WriteExportProgress(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
+// WriteExportWith is WriteExport with options.
+func WriteExportWith(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
 	aw, err := cdb.NewArchive(w)
 	if err != nil {
 		return ExportStats{Index: view.Index()}, fmt.Errorf("export: %w", err)
 	}
-	return writeArchive(ctx, aw, view, pages, now, done)
+	return writeArchive(ctx, aw, view, pages, now, opts)
 }
 
-// WriteExportTail is WriteExportProgress to a writer that cannot seek,
-// such as an HTTP answer, in tail order (cdb.NewTailWriter): the archive
-// from its byte cdb.TailSize on, then its first cdb.TailSize bytes. The
+// WriteExportTail is WriteExportWith to a writer that cannot seek, such
+// as an HTTP answer, in tail order (cdb.NewTailWriter): the archive from
+// its byte cdb.TailSize on, then its first cdb.TailSize bytes. The
 // archive's bytes go out as they are made, 64 KiB at a time, rather than
 // after the whole of it is built.
-func WriteExportTail(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
+func WriteExportTail(ctx context.Context, w io.Writer, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
 	aw, err := cdb.NewTailArchive(w)
 	if err != nil {
 		return ExportStats{Index: view.Index()}, fmt.Errorf("export: %w", err)
 	}
-	return writeArchive(ctx, aw, view, pages, now, done)
+	return writeArchive(ctx, aw, view, pages, now, opts)
 }
 
-func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pages *ui.UI, now time.Time, done *atomic.Int64) (ExportStats, error) {
+func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
 	st := ExportStats{Index: view.Index()}
-	e := newExporter(pages, now, done)
+	e := newExporter(pages, now, opts.Done)
+	if opts.Cache != nil {
+		e.cache = opts.Cache.begin(pages)
+	}
 	site, err := e.site()
 	if err == nil {
 		err = addFiles(aw, site)
@@ -93,6 +106,10 @@ func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pag
 	}
 	if err == nil {
 		err = aw.Close()
+	}
+	if e.cache != nil {
+		st.Cached = e.cache.hits
+		e.cache.finish(err == nil)
 	}
 	if err != nil {
 		return st, fmt.Errorf("export: %w", err)
@@ -119,7 +136,7 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 		wg.Go(func() {
 			zc := cdb.NewCompressor()
 			for j := range jobs {
-				j.files, j.err = e.paste(j.p, j.bufs, zc)
+				j.err = e.paste(j, zc)
 				close(j.ready)
 			}
 		})
@@ -146,6 +163,12 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 			err = fmt.Errorf("paste %s: %w", j.p.ID, err)
 			cancel() // stop the walker
 			continue
+		}
+		if j.hit {
+			e.cache.hits++
+		}
+		if j.value != nil {
+			e.cache.put(&j.key, j.value)
 		}
 		exportBufPool.Put(j.bufs)
 		if e.done != nil {
@@ -199,6 +222,9 @@ type exportJob struct {
 	p     *fsm.Paste
 	bufs  *exportBuffers // what files point into
 	files []cdb.Entry
+	key   [sha256.Size]byte // the paste's in the page cache
+	value []byte            // to keep under key in the next cache file; nil: nothing
+	hit   bool              // the page came from the cache
 	err   error
 	ready chan struct{} // closed when files or err is set
 }
@@ -211,6 +237,7 @@ type exportBuffers struct {
 	page, meta bytes.Buffer
 	metaJSON   *json.Encoder // writes into meta; keeps its indent buffer
 	gzip       []byte        // the gzip bytes of the files that have them
+	cached     []byte        // the paste's value in the next page cache file
 }
 
 var exportBufPool = sync.Pool{New: func() any {
@@ -235,6 +262,7 @@ type exporter struct {
 	pages *ui.UI
 	now   time.Time
 	done  *atomic.Int64 // pastes added so far; may be nil
+	cache *cacheRun     // may be nil
 	// pageHeaders and metaHeaders are what every paste's page and
 	// metadata document send, ordered by name, besides their cache
 	// headers and Content-Encoding.
@@ -288,38 +316,65 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	return append(files, f), nil
 }
 
-// paste renders the raw bytes, the page and the metadata of p into bufs,
-// compressing them with zc.
-func (e exporter) paste(p *fsm.Paste, bufs *exportBuffers, zc *cdb.Compressor) ([]cdb.Entry, error) {
+// paste makes the files of j's paste: its raw bytes, page and metadata,
+// rendered into j.bufs and compressed with zc, or with the page and raw
+// bytes from the cache. It sets j's files, and what to keep in the next
+// cache file.
+func (e exporter) paste(j *exportJob, zc *cdb.Compressor) error {
+	p, bufs := j.p, j.bufs
 	files := make([]cdb.Entry, 3)
 	zip := packer{zc: zc, buf: bufs.gzip[:0]}
 	defer func() { bufs.gzip = zip.buf }()
+	up := ui.PasteOf(p, true)
+	var c cached
+	if e.cache != nil {
+		j.key = cacheKey(&up)
+		c, j.value, j.hit = e.cache.get(&j.key)
+	}
+	if !j.hit {
+		bufs.page.Reset()
+		final, err := e.pages.RenderPaste(&bufs.page, up, e.now)
+		if err != nil {
+			return err
+		}
+		c.page, c.pageGzip = zip.compress(bufs.page.Bytes())
+		if c.raw, c.rawGzip = zip.compress(p.Content); !c.rawGzip {
+			c.raw = nil
+		}
+		if final && e.cache.writes() {
+			bufs.cached = appendCached(bufs.cached[:0], c)
+			j.value = bufs.cached
+		}
+	}
+
 	cache := e.cacheHeaders(p)
 	h := http.Header{}
 	ui.SetRawHeaders(h, p)
 	for _, c := range cache { // in place of a live read's
 		h.Set(c.Name, c.Value)
 	}
+	raw := p.Content
+	if c.rawGzip {
+		raw = c.raw
+	}
 	var err error
-	if files[0], err = zip.file("/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, p.Content); err != nil {
-		return nil, err
+	if files[0], err = zip.stored(cdb.NewFile, "/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, raw, c.rawGzip); err != nil {
+		return err
 	}
-
-	bufs.page.Reset()
-	if err := e.pages.Paste(&bufs.page, ui.PasteOf(p, true), e.now); err != nil {
-		return nil, err
-	}
-	if files[1], err = zip.uniqueFile("/"+p.ID, http.StatusOK, e.pageHeaders, cache, bufs.page.Bytes()); err != nil {
-		return nil, err
+	if files[1], err = zip.stored(cdb.NewUniqueFile, "/"+p.ID, http.StatusOK, e.pageHeaders, cache, c.page, c.pageGzip); err != nil {
+		return err
 	}
 
 	// The Encoder ends the document with the newline the API's has too.
 	bufs.meta.Reset()
 	if err := bufs.metaJSON.Encode(ui.MetaOf(p, "")); err != nil {
-		return nil, err
+		return err
 	}
-	files[2], err = zip.uniqueFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes())
-	return files, err
+	if files[2], err = zip.uniqueFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes()); err != nil {
+		return err
+	}
+	j.files = files
+	return nil
 }
 
 // cacheHeaders lets a paste be cached for at most exportMaxAge, and never
@@ -364,7 +419,25 @@ func (z *packer) uniqueFile(path string, status int, base, extra []cdb.Header, b
 
 func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
 	path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	body, enc := z.zc.Compress(&z.buf, body)
+	body, gzipped := z.compress(body)
+	return z.stored(newFile, path, status, base, extra, body, gzipped)
+}
+
+// compress returns body compressed, when that saves enough, and whether
+// it is.
+func (z *packer) compress(body []byte) (out []byte, gzipped bool) {
+	out, enc := z.zc.Compress(&z.buf, body)
+	return out, enc == "gzip"
+}
+
+// stored makes the entry of a file whose body is as stored: gzipped or
+// not.
+func (z *packer) stored(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
+	path string, status int, base, extra []cdb.Header, body []byte, gzipped bool) (cdb.Entry, error) {
+	enc := "identity"
+	if gzipped {
+		enc = "gzip"
+	}
 	headers := make([]cdb.Header, 0, len(base)+len(extra)+1)
 	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
 	// Stable, so that the values of one header keep their order.

@@ -170,7 +170,7 @@ func TestExport(t *testing.T) {
 	t.Run("tail order", func(t *testing.T) {
 		var tail bytes.Buffer
 		var done atomic.Int64
-		st, err := WriteExportTail(context.Background(), &tail, f.View(), mirrorPages(t), now, &done)
+		st, err := WriteExportTail(context.Background(), &tail, f.View(), mirrorPages(t), now, ExportOptions{Done: &done})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -131,6 +133,10 @@ func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
 
 // newAPIServer returns the HTTP API over n and cl, reporting Raft's
 // metrics along with its own.
+// exportCacheFile, in the data directory, keeps the pages of the last
+// export for the next (mirror.PageCache).
+const exportCacheFile = "export-cache.cdb"
+
 func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger) (*api.Server, error) {
 	pages, err := ui.New(ui.Options{BasePath: c.BasePath})
 	if err != nil {
@@ -157,6 +163,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		BasePath:      c.BasePath,
 		DefaultExpire: c.DefaultExpire,
 		ExportStarted: holdHeadroom,
+		ExportCache:   mirror.NewPageCache(filepath.Join(c.DataDir, exportCacheFile), log),
 	})
 	if err != nil {
 		return nil, usageError{err}

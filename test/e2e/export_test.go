@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/cdb"
 )
 
 // TestExportOutlastsTimeout runs pastectl export against a real node
@@ -46,5 +51,58 @@ func TestExportOutlastsTimeout(t *testing.T) {
 	// pastectl's TestExportSlowServer.
 	if took < timeout {
 		t.Logf("this machine built the export within the --timeout of %s: only the end-to-end path was checked", timeout)
+	}
+}
+
+// TestExportReusesPages: a node keeps the pages of an export in its data
+// directory, and the next export, of the same pastes and one new one,
+// takes them from there (the node's log says how many) and writes the
+// archive the first did, plus the new paste.
+func TestExportReusesPages(t *testing.T) {
+	n := startProc(t)
+	const pastes = 20
+	for i := range pastes {
+		body := []byte(fmt.Sprintf("func f%d() int { return %d }\n", i, i))
+		do(t, http.MethodPost, n.URL+"/?lang=go", body, "Content-Type", "text/plain").expect(t, "create", http.StatusCreated)
+	}
+	export := func(want int) []byte {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "mirror.cdb")
+		r := pastectl(t, n.URL, nil, "--data-dir", n.dataDir, "export", "--out", out)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, fmt.Sprintf("exported %d pastes,", want)) {
+			t.Fatalf("export: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := export(pastes)
+	if _, err := os.Stat(filepath.Join(n.dataDir, "export-cache.cdb")); err != nil {
+		t.Fatalf("after an export: %v", err)
+	}
+	if again := export(pastes); !bytes.Equal(again, first) {
+		t.Error("the export from the cache differs from the first")
+	}
+	do(t, http.MethodPost, n.URL+"/", []byte("one more\n"), "Content-Type", "text/plain").expect(t, "create", http.StatusCreated)
+	third := export(pastes + 1)
+	a, err := cdb.NewArchiveFromBytes(third)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths, err := a.Paths(); err != nil || len(paths) != 3*(pastes+1)+4 {
+		t.Errorf("the third export has %d paths (%v), want %d", len(paths), err, 3*(pastes+1)+4)
+	}
+	log, err := os.ReadFile(n.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cached []string
+	for _, m := range regexp.MustCompile(`"msg":"export".*?"cached":(\d+)|msg=export .*?cached=(\d+)`).FindAllSubmatch(log, -1) {
+		cached = append(cached, string(m[1])+string(m[2]))
+	}
+	if want := []string{"0", strconv.Itoa(pastes), strconv.Itoa(pastes)}; strings.Join(cached, ",") != strings.Join(want, ",") {
+		t.Errorf("pages the exports took from the cache, as logged: %v, want %v", cached, want)
 	}
 }
