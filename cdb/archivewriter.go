@@ -120,23 +120,64 @@ func NewUniqueFile(path string, status int, headers []Header, body []byte) (Entr
 	return newEntry('f', path, status, headers, body, true)
 }
 
+// Meta is the metadata of a file, its status and headers, encoded once
+// for the many files of an archive that share it (EncodeMeta).
+type Meta struct {
+	b   []byte
+	sum [sha256.Size]byte
+}
+
+// EncodeMeta encodes the status and headers that NewFile encodes for each
+// file, for NewUniqueFileMeta.
+func EncodeMeta(status int, headers []Header) (Meta, error) {
+	b, err := encodeMeta(status, headers)
+	if err != nil {
+		return Meta{}, err
+	}
+	return Meta{b: b, sum: sha256.Sum256(b)}, nil
+}
+
+// NewUniqueFileMeta is NewUniqueFile with the status and headers that
+// meta encodes, which saves encoding and fingerprinting them for each
+// file. The entry keeps body.
+func NewUniqueFileMeta(path string, meta Meta, body []byte) (Entry, error) {
+	if meta.b == nil {
+		return Entry{}, fmt.Errorf("%s: %w: NewUniqueFileMeta takes metadata made by EncodeMeta", path, ErrInvalidHeader)
+	}
+	e, err := newKey('f', path)
+	if err != nil {
+		return Entry{}, err
+	}
+	e.body, e.unique, e.meta, e.metaSum = body, true, meta.b, meta.sum
+	return e, nil
+}
+
 // newEntry checks and encodes an entry, and fingerprints its body unless it
 // is unique (NewUniqueFile).
 func newEntry(ns byte, path string, status int, headers []Header, body []byte, unique bool) (Entry, error) {
-	if err := checkPath(path); err != nil {
+	e, err := newKey(ns, path)
+	if err != nil {
 		return Entry{}, err
 	}
-	e := Entry{key: string(ns) + ":" + path, body: body, unique: unique}
-	if hashString(e.key) == 0 {
-		return Entry{}, fmt.Errorf("%s: %w", e.key, ErrZeroHash)
-	}
-	var err error
+	e.body, e.unique = body, unique
 	if e.meta, err = encodeMeta(status, headers); err != nil {
 		return Entry{}, fmt.Errorf("%s: %w", e.key, err)
 	}
 	e.metaSum = sha256.Sum256(e.meta)
 	if !unique {
 		e.bodySum = sha256.Sum256(body)
+	}
+	return e, nil
+}
+
+// newKey starts the entry of path in namespace ns, checking its key.
+func newKey(ns byte, path string) (Entry, error) {
+	if err := checkPath(path); err != nil {
+		return Entry{}, err
+	}
+	e := Entry{key: string(ns) + ":" + path}
+	if hashString(e.key) == 0 {
+		return Entry{}, fmt.Errorf("%s: %w", e.key, ErrZeroHash)
 	}
 	return e, nil
 }

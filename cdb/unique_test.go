@@ -50,3 +50,34 @@ func TestUniqueFilesAreNotFingerprinted(t *testing.T) {
 		t.Errorf("%d bodies and %d metadata records, want 3 and 1", counts['d'], counts['m'])
 	}
 }
+
+// TestUniqueFileMeta: a file made with metadata encoded once is the file
+// NewUniqueFile makes with the same status and headers, shares the
+// metadata record with it, and paths are checked as ever.
+func TestUniqueFileMeta(t *testing.T) {
+	headers := []Header{{"Cache-Control", "public, max-age=60"}, {"Content-Type", "text/html; charset=utf-8"}}
+	meta, err := EncodeMeta(200, headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewUniqueFile("/a", 200, headers, []byte("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewUniqueFileMeta("/a", meta, []byte("body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.key != b.key || string(a.meta) != string(b.meta) || a.metaSum != b.metaSum || string(a.body) != string(b.body) || a.unique != b.unique {
+		t.Errorf("NewUniqueFileMeta made %+v, NewUniqueFile %+v", b, a)
+	}
+	if _, err := NewUniqueFileMeta("no slash", meta, nil); err == nil {
+		t.Error("a path without a slash was taken")
+	}
+	if _, err := NewUniqueFileMeta("/b", Meta{}, nil); err == nil {
+		t.Error("metadata not made by EncodeMeta was taken")
+	}
+	if _, err := EncodeMeta(99, nil); err == nil {
+		t.Error("status 99 was encoded")
+	}
+}
