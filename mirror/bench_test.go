@@ -173,13 +173,17 @@ func BenchmarkMirrorRead(b *testing.B) {
 func BenchmarkExportPaste(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 2))
 	p := &fsm.Paste{ID: "abcdefghij", Content: benchContent(r, 1024), CreatedAt: time.Now().UnixNano()}
-	e := exporter{pages: mirrorPages(b), now: time.Now()}
-	j := &exportJob{p: p, bufs: exportBufPool.Get().(*exportBuffers)}
+	e, err := newExporter(mirrorPages(b), time.Now(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	j := newExportJob()
 	zc := cdb.NewCompressor()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := e.paste(j, zc); err != nil {
+		if err := e.paste(j, p, zc); err != nil {
 			b.Fatal(err)
 		}
+		j.release()
 	}
 }

@@ -19,8 +19,8 @@ import (
 )
 
 // PageCache keeps, in one file, what an export spent its time on: the
-// rendered and compressed page of every paste and the compressed raw
-// bytes of those that compress. The next export takes them from there
+// rendered and compressed page and the metadata document of every paste,
+// and the compressed raw bytes of those that compress. The next export takes them from there
 // rather than highlight and compress the paste again. A paste never
 // changes and a mirror's page does not depend on the time of the export
 // (ui.Options.Mirror), so a page is the same in every export made by the
@@ -56,7 +56,7 @@ func NewPageCache(path string, log *slog.Logger) *PageCache {
 
 // cacheFormat names the layout of the file's values; a file of another
 // layout is not read.
-const cacheFormat = "pastenode-page-cache-1"
+const cacheFormat = "pastenode-page-cache-2"
 
 // cacheIdentityKey is the key of the record that says which build and UI
 // made the file. A paste's key is 32 bytes, so it cannot be this one.
@@ -138,8 +138,9 @@ func cacheKey(p *ui.Paste) [sha256.Size]byte {
 }
 
 // A cached value is a CRC-32C of the rest, a flags byte, the page's
-// length as a uvarint, the page's stored bytes, and, when the raw bytes
-// are stored gzipped, their gzip bytes.
+// length as a uvarint and its stored bytes, the metadata document's
+// length as a uvarint and its bytes, and, when the raw bytes are stored
+// gzipped, their gzip bytes.
 const (
 	cachedPageGzip = 1 << iota // the page is stored gzipped
 	cachedRawGzip              // the raw bytes follow, gzipped; otherwise they are stored as they are
@@ -150,6 +151,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // cached is what the cache holds of one paste.
 type cached struct {
 	page, raw         []byte // as stored in the archive; raw is nil when stored as they are
+	meta              []byte // the metadata document, which is never worth compressing
 	pageGzip, rawGzip bool
 }
 
@@ -165,6 +167,8 @@ func appendCached(b []byte, c cached) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(c.page)))
 	b = append(b, c.page...)
+	b = binary.AppendUvarint(b, uint64(len(c.meta)))
+	b = append(b, c.meta...)
 	if c.rawGzip {
 		b = append(b, c.raw...)
 	}
@@ -182,13 +186,15 @@ func parseCached(v []byte) (c cached, ok bool) {
 	if flags&^(cachedPageGzip|cachedRawGzip) != 0 {
 		return cached{}, false
 	}
-	n, w := binary.Uvarint(v[5:])
 	rest := v[5:]
-	if w <= 0 || n > uint64(len(rest)-w) {
-		return cached{}, false
+	for _, field := range []*[]byte{&c.page, &c.meta} {
+		n, w := binary.Uvarint(rest)
+		if w <= 0 || n > uint64(len(rest)-w) {
+			return cached{}, false
+		}
+		rest = rest[w:]
+		*field, rest = rest[:n], rest[n:]
 	}
-	rest = rest[w:]
-	c.page, rest = rest[:n], rest[n:]
 	c.pageGzip, c.rawGzip = flags&cachedPageGzip != 0, flags&cachedRawGzip != 0
 	switch {
 	case c.rawGzip:

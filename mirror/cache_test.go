@@ -240,13 +240,13 @@ func TestPageCacheAfterAFailedExport(t *testing.T) {
 // byte or cut is refused rather than served.
 func TestCachedValues(t *testing.T) {
 	for _, c := range []cached{
-		{page: []byte("<html>page</html>"), pageGzip: true, raw: []byte("gzip of raw"), rawGzip: true},
-		{page: []byte("<html>page</html>")},
+		{page: []byte("<html>page</html>"), pageGzip: true, meta: []byte(`{"id": "x"}`), raw: []byte("gzip of raw"), rawGzip: true},
+		{page: []byte("<html>page</html>"), meta: []byte(`{"id": "x"}`)},
 		{},
 	} {
 		v := appendCached([]byte("prefix"), c)[len("prefix"):]
 		got, ok := parseCached(v)
-		if !ok || !bytes.Equal(got.page, c.page) || !bytes.Equal(got.raw, c.raw) || got.pageGzip != c.pageGzip || got.rawGzip != c.rawGzip {
+		if !ok || !bytes.Equal(got.page, c.page) || !bytes.Equal(got.raw, c.raw) || !bytes.Equal(got.meta, c.meta) || got.pageGzip != c.pageGzip || got.rawGzip != c.rawGzip {
 			t.Errorf("%+v read back as %+v, %v", c, got, ok)
 		}
 		for i := range v {

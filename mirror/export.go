@@ -93,7 +93,10 @@ func WriteExportTail(ctx context.Context, w io.Writer, view fsm.View, pages *ui.
 
 func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
 	st := ExportStats{Index: view.Index()}
-	e := newExporter(pages, now, opts.Done)
+	e, err := newExporter(pages, now, opts.Done)
+	if err != nil {
+		return st, fmt.Errorf("export: %w", err)
+	}
 	if opts.Cache != nil {
 		e.cache = opts.Cache.begin(pages)
 	}
@@ -117,11 +120,16 @@ func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pag
 	return st, nil
 }
 
+// exportBatch is how many pastes go to a worker at once: each batch costs
+// its hand-offs between goroutines, a few microseconds that were a large
+// part of a paste whose page comes from the cache.
+const exportBatch = 64
+
 // addPastes adds the pastes of view that may be exported to aw, counting
 // them in st. They are rendered, compressed and fingerprinted on every CPU
-// but added in the view's order: a walker queues each paste both to the
-// workers and to a bounded queue in order, and the caller's goroutine
-// takes them off that queue, waiting for each to be ready.
+// but added in the view's order: a walker queues batches of pastes both
+// to the workers and to a bounded queue in order, and the caller's
+// goroutine takes them off that queue, waiting for each to be ready.
 func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, st *ExportStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -130,13 +138,13 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 	// an export.
 	workers := runtime.GOMAXPROCS(0) + 1
 	jobs := make(chan *exportJob)
-	order := make(chan *exportJob, 4*workers) // bounds the pastes held in memory
+	order := make(chan *exportJob, 2*workers) // bounds the pastes held in memory
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			zc := cdb.NewCompressor()
 			for j := range jobs {
-				j.err = e.paste(j, zc)
+				j.render(e, zc)
 				close(j.ready)
 			}
 		})
@@ -156,26 +164,31 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		if err == nil {
-			err = addFiles(aw, j.files)
+		for i := 0; err == nil && i < len(j.files); i++ {
+			if err = aw.Add(j.files[i]); err != nil {
+				err = fmt.Errorf("paste %s: %w", j.pastes[i/3].ID, err)
+			}
 		}
 		if err != nil {
-			err = fmt.Errorf("paste %s: %w", j.p.ID, err)
 			cancel() // stop the walker
 			continue
 		}
-		if j.hit {
-			e.cache.hits++
+		if j.hits > 0 {
+			e.cache.hits += j.hits
 		}
-		if j.value != nil {
-			e.cache.put(&j.key, j.value)
+		for i, v := range j.values {
+			if v != nil {
+				e.cache.put(&j.keys[i], v)
+			}
 		}
-		exportBufPool.Put(j.bufs)
 		if e.done != nil {
-			e.done.Add(1)
+			e.done.Add(int64(len(j.pastes)))
 		}
-		st.Pastes++
-		st.Bytes += int64(len(j.p.Content))
+		st.Pastes += len(j.pastes)
+		for _, p := range j.pastes {
+			st.Bytes += int64(len(p.Content))
+		}
+		j.release()
 	}
 	wg.Wait()
 	if err == nil {
@@ -185,15 +198,28 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 	return err
 }
 
-// walk queues every paste of view that may be exported, in order, to the
-// workers and to order, and counts those left out in st. It closes both
-// channels when done or when ctx ends.
+// walk queues every paste of view that may be exported, in order and in
+// batches, to the workers and to order, and counts those left out in st.
+// It closes both channels when done or when ctx ends.
 func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs, order chan<- *exportJob) {
 	defer close(order)
 	defer close(jobs)
+	j := newExportJob()
+	send := func() bool {
+		for _, ch := range []chan<- *exportJob{order, jobs} {
+			select {
+			case ch <- j:
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return true
+	}
+	ended := false
 	view.Walk(func(p *fsm.Paste) bool {
 		switch {
 		case ctx.Err() != nil:
+			ended = true
 			return false
 		case p.Burn:
 			st.Burn++
@@ -205,47 +231,71 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 			st.Skipped++
 			return true
 		}
-		j := &exportJob{p: p, bufs: exportBufPool.Get().(*exportBuffers), ready: make(chan struct{})}
-		for _, ch := range []chan<- *exportJob{order, jobs} {
-			select {
-			case ch <- j:
-			case <-ctx.Done():
-				return false
-			}
+		if j.pastes = append(j.pastes, p); len(j.pastes) < exportBatch {
+			return true
 		}
+		if !send() {
+			ended = true
+			return false
+		}
+		j = newExportJob()
 		return true
 	})
+	if !ended && len(j.pastes) > 0 {
+		send()
+	}
 }
 
-// exportJob is one paste on its way into the archive.
+// exportJob is a batch of pastes on its way into the archive. Its buffers
+// are reused from batch to batch, so that an export leaves little garbage
+// behind: on a node, every collection it causes scans the whole store's
+// index.
 type exportJob struct {
-	p     *fsm.Paste
-	bufs  *exportBuffers // what files point into
-	files []cdb.Entry
-	key   [sha256.Size]byte // the paste's in the page cache
-	value []byte            // to keep under key in the next cache file; nil: nothing
-	hit   bool              // the page came from the cache
-	err   error
-	ready chan struct{} // closed when files or err is set
+	pastes []*fsm.Paste
+	files  []cdb.Entry         // three per paste, in order
+	keys   [][sha256.Size]byte // each paste's in the page cache
+	values [][]byte            // to keep under keys[i] in the next cache file; nil: nothing
+	hits   int                 // pages that came from the cache
+	arena  []byte              // the bytes that files and values point into, but for the cache's and the store's
+	page   bytes.Buffer        // one page at a time
+	meta   bytes.Buffer        // one metadata document at a time
+	json   *json.Encoder       // writes into meta; keeps its indent buffer
+	err    error
+	ready  chan struct{} // closed when files or err is set
 }
 
-// exportBuffers hold the bytes of one paste's files until they are in the
-// archive; they are reused from paste to paste, so that an export leaves
-// little garbage behind: on a node, every collection it causes scans the
-// whole store's index.
-type exportBuffers struct {
-	page, meta bytes.Buffer
-	metaJSON   *json.Encoder // writes into meta; keeps its indent buffer
-	gzip       []byte        // the gzip bytes of the files that have them
-	cached     []byte        // the paste's value in the next page cache file
-}
-
-var exportBufPool = sync.Pool{New: func() any {
-	b := new(exportBuffers)
-	b.metaJSON = json.NewEncoder(&b.meta)
-	b.metaJSON.SetIndent("", "  ")
-	return b
+var exportJobs = sync.Pool{New: func() any {
+	j := new(exportJob)
+	j.json = json.NewEncoder(&j.meta)
+	j.json.SetIndent("", "  ")
+	return j
 }}
+
+func newExportJob() *exportJob {
+	j := exportJobs.Get().(*exportJob)
+	j.ready = make(chan struct{})
+	return j
+}
+
+// release returns j to the pool, once nothing points into its buffers.
+func (j *exportJob) release() {
+	clear(j.pastes)
+	clear(j.files)
+	clear(j.values)
+	j.pastes, j.files, j.keys, j.values = j.pastes[:0], j.files[:0], j.keys[:0], j.values[:0]
+	j.arena, j.hits, j.err, j.ready = j.arena[:0], 0, nil, nil
+	exportJobs.Put(j)
+}
+
+// render makes the files of j's pastes with zc, or sets j.err.
+func (j *exportJob) render(e exporter, zc *cdb.Compressor) {
+	for _, p := range j.pastes {
+		if err := e.paste(j, p, zc); err != nil {
+			j.err = fmt.Errorf("paste %s: %w", p.ID, err)
+			return
+		}
+	}
+}
 
 func addFiles(aw *cdb.ArchiveWriter, files []cdb.Entry) error {
 	for _, f := range files {
@@ -267,14 +317,30 @@ type exporter struct {
 	// metadata document send, ordered by name, besides their cache
 	// headers and Content-Encoding.
 	pageHeaders, metaHeaders []cdb.Header
+	// pageMeta and metaMeta are the encoded headers of the page and the
+	// metadata document of a paste that never expires, all of which send
+	// the same, by whether the body is gzipped: most pastes' files are
+	// made without encoding them again (cdb.NewUniqueFileMeta).
+	pageMeta, metaMeta [2]cdb.Meta
 }
 
 // newExporter returns the exporter of one archive rendered at now.
-func newExporter(pages *ui.UI, now time.Time, done *atomic.Int64) exporter {
+func newExporter(pages *ui.UI, now time.Time, done *atomic.Int64) (exporter, error) {
 	h := http.Header{}
 	ui.SetPageHeaders(h)
-	return exporter{pages: pages, now: now, done: done, pageHeaders: sortedHeaders(h),
+	e := exporter{pages: pages, now: now, done: done, pageHeaders: sortedHeaders(h),
 		metaHeaders: []cdb.Header{{Name: "Content-Type", Value: "application/json"}}}
+	cache := e.cacheHeaders(&fsm.Paste{})
+	for i, gzipped := range []bool{false, true} {
+		var err error
+		if e.pageMeta[i], err = cdb.EncodeMeta(http.StatusOK, fileHeaders(e.pageHeaders, cache, gzipped)); err != nil {
+			return exporter{}, err
+		}
+		if e.metaMeta[i], err = cdb.EncodeMeta(http.StatusOK, fileHeaders(e.metaHeaders, cache, gzipped)); err != nil {
+			return exporter{}, err
+		}
+	}
+	return e, nil
 }
 
 // site renders the files that are not pastes.
@@ -316,36 +382,48 @@ func (e exporter) site() ([]cdb.Entry, error) {
 	return append(files, f), nil
 }
 
-// paste makes the files of j's paste: its raw bytes, page and metadata,
-// rendered into j.bufs and compressed with zc, or with the page and raw
-// bytes from the cache. It sets j's files, and what to keep in the next
+// paste appends to j the files of p: its raw bytes, page and metadata,
+// rendered and compressed with zc, or with the page, the metadata and
+// the raw bytes from the cache; and what to keep of them in the next
 // cache file.
-func (e exporter) paste(j *exportJob, zc *cdb.Compressor) error {
-	p, bufs := j.p, j.bufs
-	files := make([]cdb.Entry, 3)
-	zip := packer{zc: zc, buf: bufs.gzip[:0]}
-	defer func() { bufs.gzip = zip.buf }()
+func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
+	zip := packer{zc: zc, buf: j.arena}
+	defer func() { j.arena = zip.buf }()
 	up := ui.PasteOf(p, true)
 	var c cached
+	var key [sha256.Size]byte
+	var value []byte
+	hit := false
 	if e.cache != nil {
-		j.key = cacheKey(&up)
-		c, j.value, j.hit = e.cache.get(&j.key)
+		key = cacheKey(&up)
+		c, value, hit = e.cache.get(&key)
 	}
-	if !j.hit {
-		bufs.page.Reset()
-		final, err := e.pages.RenderPaste(&bufs.page, up, e.now)
+	if hit {
+		j.hits++
+	} else {
+		j.page.Reset()
+		final, err := e.pages.RenderPaste(&j.page, up, e.now)
 		if err != nil {
 			return err
 		}
-		c.page, c.pageGzip = zip.compress(bufs.page.Bytes())
+		c.page, c.pageGzip = zip.keep(j.page.Bytes())
 		if c.raw, c.rawGzip = zip.compress(p.Content); !c.rawGzip {
 			c.raw = nil
 		}
+		// The Encoder ends the document with the newline the API's has too.
+		j.meta.Reset()
+		if err := j.json.Encode(ui.MetaOf(p, "")); err != nil {
+			return err
+		}
+		c.meta = zip.copy(j.meta.Bytes())
 		if final && e.cache.writes() {
-			bufs.cached = appendCached(bufs.cached[:0], c)
-			j.value = bufs.cached
+			start := len(zip.buf)
+			zip.buf = appendCached(zip.buf, c)
+			value = zip.buf[start:]
 		}
 	}
+	j.keys = append(j.keys, key)
+	j.values = append(j.values, value)
 
 	cache := e.cacheHeaders(p)
 	h := http.Header{}
@@ -357,23 +435,30 @@ func (e exporter) paste(j *exportJob, zc *cdb.Compressor) error {
 	if c.rawGzip {
 		raw = c.raw
 	}
-	var err error
-	if files[0], err = zip.stored(cdb.NewFile, "/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, raw, c.rawGzip); err != nil {
+	f, err := zip.stored(cdb.NewFile, "/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, raw, c.rawGzip)
+	if err != nil {
 		return err
 	}
-	if files[1], err = zip.stored(cdb.NewUniqueFile, "/"+p.ID, http.StatusOK, e.pageHeaders, cache, c.page, c.pageGzip); err != nil {
+	j.files = append(j.files, f)
+	if p.ExpiresAt == 0 {
+		f, err = cdb.NewUniqueFileMeta("/"+p.ID, e.pageMeta[b2i(c.pageGzip)], c.page)
+	} else {
+		f, err = zip.stored(cdb.NewUniqueFile, "/"+p.ID, http.StatusOK, e.pageHeaders, cache, c.page, c.pageGzip)
+	}
+	if err != nil {
 		return err
 	}
-
-	// The Encoder ends the document with the newline the API's has too.
-	bufs.meta.Reset()
-	if err := bufs.metaJSON.Encode(ui.MetaOf(p, "")); err != nil {
+	j.files = append(j.files, f)
+	meta, metaGzip := zip.compress(c.meta)
+	if p.ExpiresAt == 0 {
+		f, err = cdb.NewUniqueFileMeta("/api/v1/pastes/"+p.ID, e.metaMeta[b2i(metaGzip)], meta)
+	} else {
+		f, err = zip.stored(cdb.NewUniqueFile, "/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, meta, metaGzip)
+	}
+	if err != nil {
 		return err
 	}
-	if files[2], err = zip.uniqueFile("/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, bufs.meta.Bytes()); err != nil {
-		return err
-	}
-	j.files = files
+	j.files = append(j.files, f)
 	return nil
 }
 
@@ -398,6 +483,8 @@ func maxAge(left time.Duration) string {
 }
 
 // packer makes the entries of files, their gzip bytes appended to buf.
+// What it appends stays where it is while buf grows: a slice of buf made
+// before still holds its bytes after an append moves buf.
 type packer struct {
 	zc  *cdb.Compressor
 	buf []byte
@@ -411,12 +498,6 @@ func (z *packer) file(path string, status int, base, extra []cdb.Header, body []
 	return z.entry(cdb.NewFile, path, status, base, extra, body)
 }
 
-// uniqueFile is file for a body no other file has: a paste's page or
-// metadata, which name the paste (cdb.NewUniqueFile).
-func (z *packer) uniqueFile(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	return z.entry(cdb.NewUniqueFile, path, status, base, extra, body)
-}
-
 func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
 	path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
 	body, gzipped := z.compress(body)
@@ -424,16 +505,39 @@ func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entr
 }
 
 // compress returns body compressed, when that saves enough, and whether
+// it is. The compressed bytes are in z.buf; body itself is returned as
 // it is.
 func (z *packer) compress(body []byte) (out []byte, gzipped bool) {
 	out, enc := z.zc.Compress(&z.buf, body)
 	return out, enc == "gzip"
 }
 
+// keep is compress for a body in a buffer about to be reused: what it
+// returns is in z.buf either way.
+func (z *packer) keep(body []byte) (out []byte, gzipped bool) {
+	if out, gzipped = z.compress(body); !gzipped {
+		out = z.copy(body)
+	}
+	return out, gzipped
+}
+
+// copy returns a copy of b in z.buf.
+func (z *packer) copy(b []byte) []byte {
+	start := len(z.buf)
+	z.buf = append(z.buf, b...)
+	return z.buf[start:]
+}
+
 // stored makes the entry of a file whose body is as stored: gzipped or
 // not.
 func (z *packer) stored(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
 	path string, status int, base, extra []cdb.Header, body []byte, gzipped bool) (cdb.Entry, error) {
+	return newFile(path, status, fileHeaders(base, extra, gzipped), body)
+}
+
+// fileHeaders are the headers of base and extra, and Content-Encoding as
+// gzipped says, ordered by name.
+func fileHeaders(base, extra []cdb.Header, gzipped bool) []cdb.Header {
 	enc := "identity"
 	if gzipped {
 		enc = "gzip"
@@ -442,7 +546,14 @@ func (z *packer) stored(newFile func(string, int, []cdb.Header, []byte) (cdb.Ent
 	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
 	// Stable, so that the values of one header keep their order.
 	slices.SortStableFunc(headers, func(a, b cdb.Header) int { return strings.Compare(a.Name, b.Name) })
-	return newFile(path, status, headers, body)
+	return headers
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // sortedHeaders lists the headers of h ordered by name.
