@@ -79,10 +79,10 @@ func (b *bench) singleRows(ctx context.Context) ([]row, error) {
 	}
 	var cdb string
 	if b.want("export", "reads") {
-		var export row
-		export, cdb = b.exportRow(ctx, live)
+		var export []row
+		export, cdb = b.exportRows(ctx, live)
 		if b.want("export") {
-			rows = append(rows, export)
+			rows = append(rows, export...)
 		}
 	}
 	if b.want("reads") {
@@ -187,41 +187,56 @@ func (b *bench) restartRow(ctx context.Context, n *pnode, ids []string) (row, er
 	return r, nil
 }
 
-// exportRuns is how many exports the export row takes the median of: one
-// varies by a fifth between runs on the same machine.
+// exportRuns is how many exports the second export row takes the median
+// of: one varies by a fifth between runs on the same machine.
 const exportRuns = 3
 
-// exportRow runs pastectl export with its default flags exportRuns times
-// and returns the file for the mirror, or "" when an export failed.
-func (b *bench) exportRow(ctx context.Context, n *pnode) (row, string) {
-	b.say("pastectl export: %d runs", exportRuns)
-	r := row{figure: fmt.Sprintf("pastectl export with its default flags, %d pastes, median of %d", b.pastes, exportRuns),
+// exportRows runs pastectl export with its default flags once on a node
+// that has not exported yet, so that every page is rendered and
+// compressed, then exportRuns times more, when the pages come from the
+// node's page cache (mirror.PageCache). It returns the two rows, and the
+// file for the mirror, or "" when an export failed.
+func (b *bench) exportRows(ctx context.Context, n *pnode) ([]row, string) {
+	b.say("pastectl export: 1 + %d runs", exportRuns)
+	first := row{figure: fmt.Sprintf("pastectl export with its default flags, %d pastes, the first (every page made)", b.pastes),
+		target: "succeeds; >= 30k pastes/s", ratio: -1}
+	again := row{figure: fmt.Sprintf("pastectl export again (pages from the last export), median of %d", exportRuns),
 		target: "succeeds; >= 30k pastes/s", ratio: -1}
 	file := filepath.Join(b.tmp, "export.cdb")
 	var rates, times []float64
-	for range exportRuns {
+	for i := range 1 + exportRuns {
 		start := time.Now()
 		// The admin token is the one the node generated into its data dir.
 		out, err := exec.CommandContext(ctx, filepath.Join(b.bin, "pastectl"), "--addr", n.url,
 			"--data-dir", filepath.Join(b.tmp, n.name), "export", "--out", file).CombinedOutput()
 		took := time.Since(start)
+		r := &again
+		if i == 0 {
+			r = &first
+		}
 		if err != nil {
 			r.ours, r.met = "failed: "+strings.TrimSpace(string(out)), "MISS"
-			return r, ""
+			return []row{first, again}, ""
 		}
 		var pastes int
 		fmt.Sscanf(string(out), "exported %d pastes", &pastes)
 		if pastes != b.pastes {
 			r.ours, r.met = fmt.Sprintf("exported %d of %d pastes", pastes, b.pastes), "MISS"
-			return r, file
+			return []row{first, again}, file
 		}
-		rates = append(rates, float64(pastes)/took.Seconds())
+		rate := float64(pastes) / took.Seconds()
+		if i == 0 {
+			first.ours = fmt.Sprintf("ok, %.0f pastes/s (%.1f s)", rate, took.Seconds())
+			first.met = metOrMiss(rate >= 30_000)
+			continue
+		}
+		rates = append(rates, rate)
 		times = append(times, took.Seconds())
 	}
 	rate := median(rates)
-	r.ours = fmt.Sprintf("ok, %.0f pastes/s (%.1f s; runs %s)", rate, median(times), joinRates(rates))
-	r.met = metOrMiss(rate >= 30_000)
-	return r, file
+	again.ours = fmt.Sprintf("ok, %.0f pastes/s (%.1f s; runs %s)", rate, median(times), joinRates(rates))
+	again.met = metOrMiss(rate >= 30_000)
+	return []row{first, again}, file
 }
 
 // joinRates lists rates in thousands per second, as "22.4k 23.1k".
