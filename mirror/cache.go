@@ -41,18 +41,30 @@ import (
 type PageCache struct {
 	path string
 	log  *slog.Logger
+	room func(bytes int64) bool
 	mu   sync.Mutex // held by the export that writes the next file
 }
 
 // NewPageCache returns a PageCache kept in the file at path. log, which
 // may be nil, hears of a cache that could not be read or written; an
-// export goes on without it.
-func NewPageCache(path string, log *slog.Logger) *PageCache {
+// export goes on without it. room, which may be nil, reports whether the
+// file system of path can take bytes more and keep the room it needs for
+// more important things (a node's Raft log): the next file is written
+// only while it says so, and abandoned when it stops saying so.
+func NewPageCache(path string, log *slog.Logger, room func(bytes int64) bool) *PageCache {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &PageCache{path: path, log: log}
+	if room == nil {
+		room = func(int64) bool { return true }
+	}
+	return &PageCache{path: path, log: log, room: room}
 }
+
+// cacheRoomEvery is how many bytes of the next file are written between
+// two asks of room, and what each ask is for; a var so that tests can
+// make it small.
+var cacheRoomEvery int64 = 16 << 20
 
 // cacheFormat names the layout of the file's values; a file of another
 // layout is not read.
@@ -213,7 +225,9 @@ type cacheRun struct {
 	old      *cdb.Reader // nil: nothing to read
 	next     *cdb.Writer // nil: this run writes nothing
 	nextFile *os.File
-	locked   bool // this run holds c.mu
+	locked   bool  // this run holds c.mu
+	written  int64 // bytes put in the next file, about
+	roomFor  int64 // written when room last said yes, plus cacheRoomEvery
 	hits     int
 }
 
@@ -239,6 +253,11 @@ func (c *PageCache) begin(pages *ui.UI) *cacheRun {
 		return r // another export writes the next file
 	}
 	r.locked = true
+	if !c.room(cacheRoomEvery) {
+		c.log.Warn("export page cache not written: its file system keeps its room for the data", "path", c.path)
+		return r
+	}
+	r.roomFor = cacheRoomEvery
 	f, err := os.CreateTemp(filepath.Dir(c.path), filepath.Base(c.path)+".*.tmp")
 	if err == nil {
 		var w *cdb.Writer
@@ -280,6 +299,14 @@ func (r *cacheRun) get(key *[sha256.Size]byte) (c cached, value []byte, ok bool)
 func (r *cacheRun) put(key *[sha256.Size]byte, value []byte) {
 	if r == nil || r.next == nil {
 		return
+	}
+	if r.written += int64(8 + len(key) + len(value)); r.written > r.roomFor {
+		if !r.c.room(cacheRoomEvery) {
+			r.c.log.Warn("export page cache not written: its file system keeps its room for the data", "path", r.c.path)
+			r.abandon()
+			return
+		}
+		r.roomFor = r.written + cacheRoomEvery
 	}
 	if err := r.next.Put(key[:], value); err != nil {
 		r.c.log.Warn("export page cache not written", "path", r.c.path, "err", err)

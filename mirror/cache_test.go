@@ -57,7 +57,7 @@ func TestPageCache(t *testing.T) {
 	f.add(t, cachePastes(now)...)
 	pages := mirrorPages(t)
 	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil)
+	cache := NewPageCache(path, nil, nil)
 
 	plain, _ := exportWith(t, f, pages, now, ExportOptions{})
 	first, st := exportWith(t, f, pages, now, ExportOptions{Cache: cache})
@@ -141,7 +141,7 @@ func TestPageCacheOfAnotherUI(t *testing.T) {
 	now := time.Now()
 	f := newExportFSM()
 	f.add(t, cachePastes(now)...)
-	cache := NewPageCache(filepath.Join(t.TempDir(), "cache.cdb"), nil)
+	cache := NewPageCache(filepath.Join(t.TempDir(), "cache.cdb"), nil, nil)
 	exportWith(t, f, mirrorPages(t), now, ExportOptions{Cache: cache})
 
 	based, err := ui.New(ui.Options{Mirror: true, BasePath: "/paste"})
@@ -166,7 +166,7 @@ func TestPageCacheDamaged(t *testing.T) {
 	f.add(t, cachePastes(now)...)
 	pages := mirrorPages(t)
 	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil)
+	cache := NewPageCache(path, nil, nil)
 	want, _ := exportWith(t, f, pages, now, ExportOptions{})
 	exportWith(t, f, pages, now, ExportOptions{Cache: cache})
 
@@ -216,7 +216,7 @@ func TestPageCacheAfterAFailedExport(t *testing.T) {
 	f.add(t, cachePastes(now)...)
 	pages := mirrorPages(t)
 	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil)
+	cache := NewPageCache(path, nil, nil)
 	exportWith(t, f, pages, now, ExportOptions{Cache: cache})
 	before, err := os.ReadFile(path)
 	if err != nil {
@@ -313,7 +313,7 @@ func TestPageCacheConcurrentExports(t *testing.T) {
 	f.add(t, cachePastes(now)...)
 	pages := mirrorPages(t)
 	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil)
+	cache := NewPageCache(path, nil, nil)
 	want, _ := exportWith(t, f, pages, now, ExportOptions{})
 	exportWith(t, f, pages, now, ExportOptions{Cache: cache}) // a cache to read while the next is written
 
@@ -339,5 +339,41 @@ func TestPageCacheConcurrentExports(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(path + ".*"); len(left) != 0 {
 		t.Errorf("files left beside the cache: %v", left)
+	}
+}
+
+// TestPageCacheKeepsRoom: the cache is not written once its file system
+// has no room to spare, and the export goes on without it; the last
+// cache stays.
+func TestPageCacheKeepsRoom(t *testing.T) {
+	old := cacheRoomEvery
+	cacheRoomEvery = 1 << 10 // less than the pastes' values
+	t.Cleanup(func() { cacheRoomEvery = old })
+	now := time.Now()
+	f := newExportFSM()
+	f.add(t, cachePastes(now)...)
+	pages := mirrorPages(t)
+	want, _ := exportWith(t, f, pages, now, ExportOptions{})
+	path := filepath.Join(t.TempDir(), "cache.cdb")
+
+	for _, yes := range []int{0, 1} { // no room at the start; none after the first ask
+		asked := 0
+		cache := NewPageCache(path, nil, func(n int64) bool {
+			asked++
+			return asked <= yes
+		})
+		got, _ := exportWith(t, f, pages, now, ExportOptions{Cache: cache})
+		if !bytes.Equal(got, want) {
+			t.Errorf("room for %d asks: the archive differs from one made without the cache", yes)
+		}
+		if asked != yes+1 {
+			t.Errorf("room for %d asks: asked %d times, want %d", yes, asked, yes+1)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("room for %d asks: the cache was written (%v)", yes, err)
+		}
+		if left, _ := filepath.Glob(path + ".*"); len(left) != 0 {
+			t.Errorf("files left beside the cache: %v", left)
+		}
 	}
 }

@@ -181,6 +181,22 @@ func (n *Node) Storage() StorageStats {
 	}
 }
 
+// HasRoom reports whether the data dir's file system can take bytes more
+// and still have the storage reserve free and roomMargin besides: room
+// for something the node can do without, such as the export's page
+// cache, which must never be what leaves the Raft log without space. It
+// reads the free space every time. Where that cannot be read, it says
+// yes.
+func (n *Node) HasRoom(bytes int64) bool {
+	g := n.storage
+	free, ok := g.free(g.dir)
+	return !ok || free-bytes >= g.reserve+roomMargin
+}
+
+// roomMargin is what HasRoom leaves free beyond the reserve: a margin for
+// the creates admitted meanwhile and for a snapshot.
+const roomMargin = 256 << 20
+
 // guardedLogs reports the write errors of a log store to the guard.
 type guardedLogs struct {
 	raft.LogStore

@@ -117,3 +117,25 @@ func TestStorageGuardReadsFreeSpaceSparingly(t *testing.T) {
 		t.Fatalf("after %v: %v after %d reads, want refused after a fresh read", statfsEvery, err, reads)
 	}
 }
+
+// TestHasRoom: what may do without the space gets it only while the
+// reserve and the margin stay free after it, and where the free space
+// cannot be read.
+func TestHasRoom(t *testing.T) {
+	g := newStorageGuard("/data", 8<<20, slog.New(slog.DiscardHandler))
+	var free int64
+	known := true
+	g.free = func(string) (int64, bool) { return free, known }
+	n := &Node{storage: g}
+	free = 8<<20 + roomMargin + 16<<20
+	if !n.HasRoom(16 << 20) {
+		t.Error("no room for 16 MiB with the reserve, the margin and 16 MiB free")
+	}
+	if n.HasRoom(16<<20 + 1) {
+		t.Error("room for a byte more than leaves the reserve and the margin")
+	}
+	known = false
+	if !n.HasRoom(1 << 40) {
+		t.Error("no room where the free space is unknown")
+	}
+}

@@ -163,7 +163,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		BasePath:      c.BasePath,
 		DefaultExpire: c.DefaultExpire,
 		ExportStarted: holdHeadroom,
-		ExportCache:   mirror.NewPageCache(filepath.Join(c.DataDir, exportCacheFile), log),
+		ExportCache:   mirror.NewPageCache(filepath.Join(c.DataDir, exportCacheFile), log, n.HasRoom),
 	})
 	if err != nil {
 		return nil, usageError{err}
