@@ -215,7 +215,11 @@ func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, pages *ui.
 	h.Set("Cache-Control", "no-store")
 	h.Set("Trailer", "X-Export-Pastes")
 	out := &countingWriter{w: w}
-	st, err := writeExportTail(r.Context(), out, s.cfg.Store.View(), pages, now, mirror.ExportOptions{Cache: s.cfg.ExportCache})
+	send := newAsyncWriter(out, 64<<10, 4)
+	st, err := writeExportTail(r.Context(), send, s.cfg.Store.View(), pages, now, mirror.ExportOptions{Cache: s.cfg.ExportCache})
+	if sendErr := send.Close(); err == nil {
+		err = sendErr
+	}
 	if err != nil {
 		if out.n == 0 {
 			h.Del("Trailer")
