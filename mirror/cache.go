@@ -77,15 +77,20 @@ var cacheIdentityKey = []byte("identity")
 // buildHash is the SHA-256 of the running executable: code, templates,
 // assets, lexers and compression level are all in it, and any of them
 // changes what a page is. It is nil when the executable cannot be read;
-// the cache is then not used.
+// the cache is then not used. On Linux it reads /proc/self/exe, which is
+// the file the process runs even after an upgrade has put a new binary
+// at its path: hashing the new one would give the old build's pages the
+// new build's name.
 var buildHash = sync.OnceValue(func() []byte {
-	path, err := os.Executable()
+	f, err := os.Open("/proc/self/exe")
 	if err != nil {
-		return nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
+		path, err := os.Executable()
+		if err != nil {
+			return nil
+		}
+		if f, err = os.Open(path); err != nil {
+			return nil
+		}
 	}
 	defer f.Close()
 	h := sha256.New()

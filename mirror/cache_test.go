@@ -377,3 +377,20 @@ func TestPageCacheKeepsRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildHashIsTheRunningBinary: the cache's name for the build is the
+// hash of the executable that runs, so that another build's pages are
+// never taken for this one's.
+func TestBuildHashIsTheRunningBinary(t *testing.T) {
+	path, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); !bytes.Equal(buildHash(), sum[:]) {
+		t.Errorf("buildHash %x, the executable's SHA-256 %x", buildHash(), sum)
+	}
+}
