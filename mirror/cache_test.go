@@ -157,18 +157,34 @@ func TestPageCacheOfAnotherUI(t *testing.T) {
 	}
 }
 
+// cacheFixture is where most cache tests start: the cachePastes in a
+// state machine, their archive made without a cache (want), and a cache
+// at path filled by one export.
+type cacheFixture struct {
+	now   time.Time
+	f     *exportFSM
+	pages *ui.UI
+	path  string
+	cache *PageCache
+	want  []byte
+}
+
+func newCacheFixture(t *testing.T) *cacheFixture {
+	t.Helper()
+	c := &cacheFixture{now: time.Now(), f: newExportFSM(), pages: mirrorPages(t), path: filepath.Join(t.TempDir(), "cache.cdb")}
+	c.f.add(t, cachePastes(c.now)...)
+	c.cache = NewPageCache(c.path, nil, nil)
+	c.want, _ = exportWith(t, c.f, c.pages, c.now, ExportOptions{})
+	exportWith(t, c.f, c.pages, c.now, ExportOptions{Cache: c.cache})
+	return c
+}
+
 // TestPageCacheDamaged: a value that does not read back as written is
 // made again, and a file that is not a cache at all is replaced; the
 // archive is right either way.
 func TestPageCacheDamaged(t *testing.T) {
-	now := time.Now()
-	f := newExportFSM()
-	f.add(t, cachePastes(now)...)
-	pages := mirrorPages(t)
-	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil, nil)
-	want, _ := exportWith(t, f, pages, now, ExportOptions{})
-	exportWith(t, f, pages, now, ExportOptions{Cache: cache})
+	c := newCacheFixture(t)
+	f, pages, path, cache, want, now := c.f, c.pages, c.path, c.cache, c.want, c.now
 
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -211,13 +227,8 @@ func TestPageCacheDamaged(t *testing.T) {
 // TestPageCacheAfterAFailedExport: an export that fails leaves the last
 // cache as it was, since its own lacks the pastes it did not reach.
 func TestPageCacheAfterAFailedExport(t *testing.T) {
-	now := time.Now()
-	f := newExportFSM()
-	f.add(t, cachePastes(now)...)
-	pages := mirrorPages(t)
-	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil, nil)
-	exportWith(t, f, pages, now, ExportOptions{Cache: cache})
+	c := newCacheFixture(t)
+	f, pages, path, cache, now := c.f, c.pages, c.path, c.cache, c.now
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -308,14 +319,8 @@ func TestCacheKeyCoversThePaste(t *testing.T) {
 // TestPageCacheConcurrentExports: exports that run at once each write the
 // right archive; one of them writes the cache, which then serves the next.
 func TestPageCacheConcurrentExports(t *testing.T) {
-	now := time.Now()
-	f := newExportFSM()
-	f.add(t, cachePastes(now)...)
-	pages := mirrorPages(t)
-	path := filepath.Join(t.TempDir(), "cache.cdb")
-	cache := NewPageCache(path, nil, nil)
-	want, _ := exportWith(t, f, pages, now, ExportOptions{})
-	exportWith(t, f, pages, now, ExportOptions{Cache: cache}) // a cache to read while the next is written
+	c := newCacheFixture(t) // a cache to read while the next is written
+	f, pages, path, cache, want, now := c.f, c.pages, c.path, c.cache, c.want, c.now
 
 	const exports = 4
 	got := make([][]byte, exports)
