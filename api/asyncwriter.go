@@ -6,20 +6,21 @@ import (
 )
 
 // asyncWriter passes what is written to it on to w from a goroutine of
-// its own, a buffer at a time, so that the goroutine that writes goes on
-// filling the next buffer while the last one is sent. An export's writer
-// is the one goroutine of the export that cannot be spread over the
-// CPUs, and a fifth of its time was the system calls that send the
-// archive.
+// its own, so that the goroutine that writes goes on while the last
+// write is sent. An export's writer is the one goroutine of the export
+// that cannot be spread over the CPUs, and a fifth of its time was the
+// system calls that send the archive.
 //
-// Write copies p and returns at once unless every buffer is full, and
-// returns the error of an earlier write to w, if any. Close sends what is
-// left and waits for every write to w to end; it must be called, and
-// nothing may be written after it. An asyncWriter is for one goroutine.
+// Write copies p, in pieces of at most the buffers' size, queues them
+// and returns unless every buffer is queued; it holds nothing back, so
+// what was written goes out as soon as the sender gets to it. It returns
+// the error of an earlier write to w, if any. Close waits for every
+// write to w to end; it must be called, and nothing may be written after
+// it. An asyncWriter is for one goroutine.
 type asyncWriter struct {
 	w    io.Writer
-	cur  []byte
-	full chan []byte   // filled buffers, to write to w in order
+	size int
+	full chan []byte   // copies of what was written, to write to w in order
 	free chan []byte   // written buffers, to fill again
 	done chan struct{} // closed when the sender has stopped
 
@@ -29,9 +30,9 @@ type asyncWriter struct {
 
 // newAsyncWriter returns an asyncWriter to w with n buffers of size bytes.
 func newAsyncWriter(w io.Writer, size, n int) *asyncWriter {
-	a := &asyncWriter{w: w, cur: make([]byte, 0, size),
+	a := &asyncWriter{w: w, size: size,
 		full: make(chan []byte, n), free: make(chan []byte, n), done: make(chan struct{})}
-	for range n - 1 {
+	for range n {
 		a.free <- make([]byte, 0, size)
 	}
 	go a.send()
@@ -64,23 +65,15 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 	}
 	n := len(p)
 	for len(p) > 0 {
-		c := copy(a.cur[len(a.cur):cap(a.cur)], p)
-		a.cur, p = a.cur[:len(a.cur)+c], p[c:]
-		if len(a.cur) == cap(a.cur) {
-			a.full <- a.cur
-			a.cur = <-a.free
-		}
+		c := min(len(p), a.size)
+		a.full <- append(<-a.free, p[:c]...)
+		p = p[c:]
 	}
 	return n, nil
 }
 
-// Close sends what is buffered, waits for the sender and returns the
-// first error of w.
+// Close waits for the sender and returns the first error of w.
 func (a *asyncWriter) Close() error {
-	if len(a.cur) > 0 {
-		a.full <- a.cur
-		a.cur = nil
-	}
 	close(a.full)
 	<-a.done
 	return a.failed()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestAsyncWriter: what is written arrives whole and in order, whatever
@@ -66,4 +67,29 @@ func TestAsyncWriterError(t *testing.T) {
 	if w.writes != 3 {
 		t.Errorf("%d writes reached the writer, want 3: none after the one that failed", w.writes)
 	}
+}
+
+// TestAsyncWriterHoldsNothingBack: a write goes out without waiting for
+// more, so that a client that times out on silence hears of every byte
+// the export has made.
+func TestAsyncWriterHoldsNothingBack(t *testing.T) {
+	got := make(chan []byte, 1)
+	a := newAsyncWriter(chanWriter(got), 4096, 2)
+	defer a.Close()
+	a.Write([]byte("first bytes"))
+	select {
+	case b := <-got:
+		if string(b) != "first bytes" {
+			t.Errorf("sent %q", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a short write was held back")
+	}
+}
+
+type chanWriter chan []byte
+
+func (c chanWriter) Write(p []byte) (int, error) {
+	c <- bytes.Clone(p)
+	return len(p), nil
 }
