@@ -9,9 +9,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,10 +118,16 @@ func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pag
 	return st, nil
 }
 
-// exportBatch is how many pastes go to a worker at once: each batch costs
-// its hand-offs between goroutines, a few microseconds that were a large
-// part of a paste whose page comes from the cache.
-const exportBatch = 64
+// A batch of pastes goes to a worker once it holds exportBatch pastes or
+// exportBatchBytes of content: each batch costs its hand-offs between
+// goroutines, a few microseconds that were a large part of a paste whose
+// page comes from the cache; large pastes go one or a few at a time, so
+// that they still spread over the CPUs and the archive's bytes keep
+// coming while they are highlighted.
+const (
+	exportBatch      = 64
+	exportBatchBytes = 64 << 10
+)
 
 // addPastes adds the pastes of view that may be exported to aw, counting
 // them in st. They are rendered, compressed and fingerprinted on every CPU
@@ -215,7 +219,7 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 		}
 		return true
 	}
-	ended := false
+	ended, size := false, 0
 	view.Walk(func(p *fsm.Paste) bool {
 		switch {
 		case ctx.Err() != nil:
@@ -231,9 +235,11 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 			st.Skipped++
 			return true
 		}
-		if j.pastes = append(j.pastes, p); len(j.pastes) < exportBatch {
+		j.pastes = append(j.pastes, p)
+		if size += len(p.Content); len(j.pastes) < exportBatch && size < exportBatchBytes {
 			return true
 		}
+		size = 0
 		if !send() {
 			ended = true
 			return false
@@ -401,25 +407,9 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 	if hit {
 		j.hits++
 	} else {
-		j.page.Reset()
-		final, err := e.pages.RenderPaste(&j.page, up, e.now)
-		if err != nil {
+		var err error
+		if c, value, err = e.make(j, &zip, p, up); err != nil {
 			return err
-		}
-		c.page, c.pageGzip = zip.keep(j.page.Bytes())
-		if c.raw, c.rawGzip = zip.compress(p.Content); !c.rawGzip {
-			c.raw = nil
-		}
-		// The Encoder ends the document with the newline the API's has too.
-		j.meta.Reset()
-		if err := j.json.Encode(ui.MetaOf(p, "")); err != nil {
-			return err
-		}
-		c.meta = zip.copy(j.meta.Bytes())
-		if final && e.cache.writes() {
-			start := len(zip.buf)
-			zip.buf = appendCached(zip.buf, c)
-			value = zip.buf[start:]
 		}
 	}
 	j.keys = append(j.keys, key)
@@ -462,6 +452,34 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 	return nil
 }
 
+// make renders the page of p (up, as the UI sees it) into j and
+// compresses it with zip, with its raw bytes and metadata document, and
+// returns them and their value in the next cache file (nil: nothing to
+// keep: the cache writes no file, or the page is not final).
+func (e exporter) make(j *exportJob, zip *packer, p *fsm.Paste, up ui.Paste) (c cached, value []byte, err error) {
+	j.page.Reset()
+	final, err := e.pages.RenderPaste(&j.page, up, e.now)
+	if err != nil {
+		return cached{}, nil, err
+	}
+	c.page, c.pageGzip = zip.keep(j.page.Bytes())
+	if c.raw, c.rawGzip = zip.compress(p.Content); !c.rawGzip {
+		c.raw = nil
+	}
+	// The Encoder ends the document with the newline the API's has too.
+	j.meta.Reset()
+	if err := j.json.Encode(ui.MetaOf(p, "")); err != nil {
+		return cached{}, nil, err
+	}
+	c.meta = zip.copy(j.meta.Bytes())
+	if final && e.cache.writes() {
+		start := len(zip.buf)
+		zip.buf = appendCached(zip.buf, c)
+		value = zip.buf[start:]
+	}
+	return c, value, nil
+}
+
 // cacheHeaders lets a paste be cached for at most exportMaxAge, and never
 // past its expiry. The Expires header also tells a mirror when to stop
 // serving it.
@@ -480,96 +498,6 @@ func (e exporter) cacheHeaders(p *fsm.Paste) []cdb.Header {
 func maxAge(left time.Duration) string {
 	secs := min(max(int64(left/time.Second), 0), exportMaxAge)
 	return "public, max-age=" + strconv.FormatInt(secs, 10)
-}
-
-// packer makes the entries of files, their gzip bytes appended to buf.
-// What it appends stays where it is while buf grows: a slice of buf made
-// before still holds its bytes after an append moves buf.
-type packer struct {
-	zc  *cdb.Compressor
-	buf []byte
-}
-
-// file makes the entry of a file: body compressed when that saves enough,
-// and the headers of base and extra with Content-Encoding, ordered by
-// name. base and extra must not name the same header, nor
-// Content-Encoding.
-func (z *packer) file(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	return z.entry(cdb.NewFile, path, status, base, extra, body)
-}
-
-func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
-	path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	body, gzipped := z.compress(body)
-	return z.stored(newFile, path, status, base, extra, body, gzipped)
-}
-
-// compress returns body compressed, when that saves enough, and whether
-// it is. The compressed bytes are in z.buf; body itself is returned as
-// it is.
-func (z *packer) compress(body []byte) (out []byte, gzipped bool) {
-	out, enc := z.zc.Compress(&z.buf, body)
-	return out, enc == "gzip"
-}
-
-// keep is compress for a body in a buffer about to be reused: what it
-// returns is in z.buf either way.
-func (z *packer) keep(body []byte) (out []byte, gzipped bool) {
-	if out, gzipped = z.compress(body); !gzipped {
-		out = z.copy(body)
-	}
-	return out, gzipped
-}
-
-// copy returns a copy of b in z.buf.
-func (z *packer) copy(b []byte) []byte {
-	start := len(z.buf)
-	z.buf = append(z.buf, b...)
-	return z.buf[start:]
-}
-
-// stored makes the entry of a file whose body is as stored: gzipped or
-// not.
-func (z *packer) stored(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
-	path string, status int, base, extra []cdb.Header, body []byte, gzipped bool) (cdb.Entry, error) {
-	return newFile(path, status, fileHeaders(base, extra, gzipped), body)
-}
-
-// fileHeaders are the headers of base and extra, and Content-Encoding as
-// gzipped says, ordered by name.
-func fileHeaders(base, extra []cdb.Header, gzipped bool) []cdb.Header {
-	enc := "identity"
-	if gzipped {
-		enc = "gzip"
-	}
-	headers := make([]cdb.Header, 0, len(base)+len(extra)+1)
-	headers = append(append(append(headers, base...), extra...), cdb.Header{Name: "Content-Encoding", Value: enc})
-	// Stable, so that the values of one header keep their order.
-	slices.SortStableFunc(headers, func(a, b cdb.Header) int { return strings.Compare(a.Name, b.Name) })
-	return headers
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// sortedHeaders lists the headers of h ordered by name.
-func sortedHeaders(h http.Header) []cdb.Header {
-	names := make([]string, 0, len(h))
-	for name := range h {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	headers := make([]cdb.Header, 0, len(names))
-	for _, name := range names {
-		for _, v := range h[name] {
-			headers = append(headers, cdb.Header{Name: name, Value: v})
-		}
-	}
-	return headers
 }
 
 // exportable reports whether id can name archive paths: ids the API makes
