@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -449,5 +450,42 @@ func TestExportExpires(t *testing.T) {
 		if got := get(h, http.MethodGet, target, "Accept", "text/html"); got.Code != http.StatusNotFound {
 			t.Errorf("%s after expiry: got %d, want 404", target, got.Code)
 		}
+	}
+}
+
+// TestExportBatches: small pastes go to the workers exportBatch at a
+// time, large ones a few at a time, so that they spread over the CPUs
+// and the archive keeps coming while each is highlighted.
+func TestExportBatches(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name          string
+		count, size   int
+		wantMaxPastes int
+	}{
+		{"small", 3*exportBatch + 5, 100, exportBatch},
+		{"large", 10, exportBatchBytes / 2, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newExportFSM()
+			for i := range tt.count {
+				f.add(t, &fsm.Paste{ID: fmt.Sprintf("p%04d", i), Content: bytes.Repeat([]byte("x"), tt.size), CreatedAt: now.UnixNano()})
+			}
+			e, err := newExporter(mirrorPages(t), now, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, order := make(chan *exportJob, tt.count), make(chan *exportJob, tt.count)
+			var st ExportStats
+			e.walk(context.Background(), f.View(), &st, jobs, order)
+			total, most := 0, 0
+			for j := range order {
+				total += len(j.pastes)
+				most = max(most, len(j.pastes))
+			}
+			if total != tt.count || most != tt.wantMaxPastes {
+				t.Errorf("%d pastes in batches of at most %d, want %d in batches of at most %d", total, most, tt.count, tt.wantMaxPastes)
+			}
+		})
 	}
 }
