@@ -258,6 +258,13 @@ func (c *PageCache) begin(pages *ui.UI) *cacheRun {
 		return r // another export writes the next file
 	}
 	r.locked = true
+	// A next file left by a process that stopped in an export: no other
+	// export is writing one now.
+	if stale, err := filepath.Glob(c.path + ".*.tmp"); err == nil {
+		for _, name := range stale {
+			os.Remove(name)
+		}
+	}
 	if !c.room(cacheRoomEvery) {
 		c.log.Warn("export page cache not written: its file system keeps its room for the data", "path", c.path)
 		return r

@@ -224,6 +224,20 @@ func TestPageCacheDamaged(t *testing.T) {
 	}
 }
 
+// TestPageCacheRemovesAStaleNextFile: the next file of an export that a
+// crash stopped is removed by the next export that writes one.
+func TestPageCacheRemovesAStaleNextFile(t *testing.T) {
+	c := newCacheFixture(t)
+	stale := c.path + ".123456.tmp"
+	if err := os.WriteFile(stale, []byte("half a cache"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exportWith(t, c.f, c.pages, c.now, ExportOptions{Cache: c.cache})
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale next file is still there (%v)", err)
+	}
+}
+
 // TestPageCacheAfterAFailedExport: an export that fails leaves the last
 // cache as it was, since its own lacks the pastes it did not reach.
 func TestPageCacheAfterAFailedExport(t *testing.T) {
