@@ -463,8 +463,11 @@ func TestForwardedCreatesSurviveALeaderChange(t *testing.T) {
 		wg.Go(func() {
 			p, err := from.Create(context.Background(), CreateRequest{Content: []byte(fmt.Sprint(i))})
 			if err == nil {
-				if _, ok := from.fsm.Get(p.ID, time.Now()); !ok {
-					err = fmt.Errorf("paste %s not readable on %s once created", p.ID, from.ID())
+				// Read, not the store: the create is answered once the
+				// leader has applied it, and a read that misses on from
+				// waits for from to catch up (G2).
+				if _, err = from.Read(context.Background(), p.ID, false); err != nil {
+					err = fmt.Errorf("paste %s not readable on %s once created: %w", p.ID, from.ID(), err)
 				} else if string(p.Content) != fmt.Sprint(i) {
 					err = fmt.Errorf("create %d returned a paste of content %q", i, p.Content)
 				}
