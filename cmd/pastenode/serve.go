@@ -131,12 +131,12 @@ func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
 	}
 }
 
-// newAPIServer returns the HTTP API over n and cl, reporting Raft's
-// metrics along with its own.
 // exportCacheFile, in the data directory, keeps the pages of the last
 // export for the next (mirror.PageCache).
 const exportCacheFile = "export-cache.cdb"
 
+// newAPIServer returns the HTTP API over n and cl, reporting Raft's
+// metrics along with its own.
 func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger) (*api.Server, error) {
 	pages, err := ui.New(ui.Options{BasePath: c.BasePath})
 	if err != nil {
