@@ -20,12 +20,13 @@ import (
 
 // PageCache keeps, in one file, what an export spent its time on: the
 // rendered and compressed page and the metadata document of every paste,
-// and the compressed raw bytes of those that compress. The next export takes them from there
-// rather than highlight and compress the paste again. A paste never
-// changes and a mirror's page does not depend on the time of the export
-// (ui.Options.Mirror), so a page is the same in every export made by the
-// same build with the same UI; the file records both, and a cache made
-// by another is not used.
+// and the compressed raw bytes of those that compress. The next export
+// takes them from there rather than highlight and compress the paste
+// again. A paste never changes and a mirror's page does not depend on the
+// time of the export (ui.Options.Mirror), so a page is the same in every
+// export made by the same build with the same UI; the file records both,
+// and a cache made by another is not used. An export whose UI's pages do
+// depend on the time (not a mirror's) neither reads nor writes it.
 //
 // Each export that uses a PageCache writes a new file beside the old one
 // with the pastes it exported, and renames it over the old one when it
@@ -102,17 +103,24 @@ var buildHash = sync.OnceValue(func() []byte {
 
 // identityOf is what a cache made for pages records: the format, the
 // build, and a probe page that pages renders, which tells its options
-// (a base path, say) from another UI's.
+// (a base path, say) from another UI's. It fails for a UI whose pages
+// depend on the time they are rendered at, as a live node's do.
 func identityOf(pages *ui.UI) ([]byte, error) {
 	build := buildHash()
 	if build == nil {
 		return nil, errors.New("cannot read the executable to tell its build")
 	}
-	var probe bytes.Buffer
+	var probe, later bytes.Buffer
 	created := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := ui.Paste{ID: "probe", Title: "probe", Content: []byte("probe\n"), CreatedAt: created, ExpiresAt: created.Add(time.Hour)}
 	if err := pages.Paste(&probe, p, created); err != nil {
 		return nil, err
+	}
+	if err := pages.Paste(&later, p, created.Add(48*time.Hour)); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(probe.Bytes(), later.Bytes()) {
+		return nil, errors.New("the UI's pages depend on the time they are rendered at: not a mirror's")
 	}
 	h := sha256.New()
 	h.Write([]byte(cacheFormat))

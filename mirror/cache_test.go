@@ -179,6 +179,31 @@ func newCacheFixture(t *testing.T) *cacheFixture {
 	return c
 }
 
+// TestPageCacheNotForALiveUI: a UI whose pages say how long ago, as a
+// live node's do, would have its pages served stale from the cache; an
+// export with one neither reads nor writes it.
+func TestPageCacheNotForALiveUI(t *testing.T) {
+	c := newCacheFixture(t)
+	live, err := ui.New(ui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(c.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, st := exportWith(t, c.f, live, c.now, ExportOptions{Cache: c.cache})
+	if st.Cached != 0 {
+		t.Errorf("%d pages of a live UI came from the cache", st.Cached)
+	}
+	if want, _ := exportWith(t, c.f, live, c.now, ExportOptions{}); !bytes.Equal(got, want) {
+		t.Error("the archive differs from one made without the cache")
+	}
+	if after, _ := os.ReadFile(c.path); !bytes.Equal(after, before) {
+		t.Error("an export with a live UI wrote the cache")
+	}
+}
+
 // TestPageCacheDamaged: a value that does not read back as written is
 // made again, and a file that is not a cache at all is replaced; the
 // archive is right either way.
