@@ -425,31 +425,32 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 	if c.rawGzip {
 		raw = c.raw
 	}
-	f, err := zip.stored(cdb.NewFile, "/raw/"+p.ID, http.StatusOK, sortedHeaders(h), nil, raw, c.rawGzip)
+	f, err := cdb.NewFile("/raw/"+p.ID, http.StatusOK, fileHeaders(sortedHeaders(h), nil, c.rawGzip), raw)
 	if err != nil {
 		return err
 	}
 	j.files = append(j.files, f)
-	if p.ExpiresAt == 0 {
-		f, err = cdb.NewUniqueFileMeta("/"+p.ID, e.pageMeta[b2i(c.pageGzip)], c.page)
-	} else {
-		f, err = zip.stored(cdb.NewUniqueFile, "/"+p.ID, http.StatusOK, e.pageHeaders, cache, c.page, c.pageGzip)
-	}
-	if err != nil {
+	if f, err = e.pasteFile(p, "/"+p.ID, &e.pageMeta, e.pageHeaders, cache, c.page, c.pageGzip); err != nil {
 		return err
 	}
 	j.files = append(j.files, f)
 	meta, metaGzip := zip.compress(c.meta)
-	if p.ExpiresAt == 0 {
-		f, err = cdb.NewUniqueFileMeta("/api/v1/pastes/"+p.ID, e.metaMeta[b2i(metaGzip)], meta)
-	} else {
-		f, err = zip.stored(cdb.NewUniqueFile, "/api/v1/pastes/"+p.ID, http.StatusOK, e.metaHeaders, cache, meta, metaGzip)
-	}
-	if err != nil {
+	if f, err = e.pasteFile(p, "/api/v1/pastes/"+p.ID, &e.metaMeta, e.metaHeaders, cache, meta, metaGzip); err != nil {
 		return err
 	}
 	j.files = append(j.files, f)
 	return nil
+}
+
+// pasteFile makes the entry of p's page or metadata document at path,
+// whose body is as stored: with the headers encoded once (encoded, by
+// whether the body is gzipped) when p never expires, as those of every
+// such paste are the same, and otherwise with base and cache.
+func (e exporter) pasteFile(p *fsm.Paste, path string, encoded *[2]cdb.Meta, base, cache []cdb.Header, body []byte, gzipped bool) (cdb.Entry, error) {
+	if p.ExpiresAt == 0 {
+		return cdb.NewUniqueFileMeta(path, encoded[b2i(gzipped)], body)
+	}
+	return cdb.NewUniqueFile(path, http.StatusOK, fileHeaders(base, cache, gzipped), body)
 }
 
 // make renders the page of p (up, as the UI sees it) into j and

@@ -21,13 +21,8 @@ type packer struct {
 // name. base and extra must not name the same header, nor
 // Content-Encoding.
 func (z *packer) file(path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
-	return z.entry(cdb.NewFile, path, status, base, extra, body)
-}
-
-func (z *packer) entry(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
-	path string, status int, base, extra []cdb.Header, body []byte) (cdb.Entry, error) {
 	body, gzipped := z.compress(body)
-	return z.stored(newFile, path, status, base, extra, body, gzipped)
+	return cdb.NewFile(path, status, fileHeaders(base, extra, gzipped), body)
 }
 
 // compress returns body compressed, when that saves enough, and whether
@@ -52,13 +47,6 @@ func (z *packer) copy(b []byte) []byte {
 	start := len(z.buf)
 	z.buf = append(z.buf, b...)
 	return z.buf[start:]
-}
-
-// stored makes the entry of a file whose body is as stored: gzipped or
-// not.
-func (z *packer) stored(newFile func(string, int, []cdb.Header, []byte) (cdb.Entry, error),
-	path string, status int, base, extra []cdb.Header, body []byte, gzipped bool) (cdb.Entry, error) {
-	return newFile(path, status, fileHeaders(base, extra, gzipped), body)
 }
 
 // fileHeaders are the headers of base and extra, and Content-Encoding as
