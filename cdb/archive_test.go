@@ -559,3 +559,40 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	}
 }
+
+// TestArchiveWriterReserve checks that Reserve, before or between adds,
+// keeps the paths already written (a second add of one is refused) and
+// changes nothing in the archive.
+func TestArchiveWriterReserve(t *testing.T) {
+	build := func(reserve bool) []byte {
+		var f memFile
+		aw, err := NewArchive(&f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reserve {
+			aw.Reserve(4)
+		}
+		if err := aw.AddFile("/a", 200, nil, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		if reserve {
+			aw.Reserve(1000)
+		}
+		if err := aw.AddFile("/a", 200, nil, []byte("a")); !errors.Is(err, ErrDuplicatePath) {
+			t.Fatalf("second /a after Reserve: got %v, want ErrDuplicatePath", err)
+		}
+		for _, p := range []string{"/b", "/c"} {
+			if err := aw.AddFile(p, 200, nil, []byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := aw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return f.b
+	}
+	if !bytes.Equal(build(true), build(false)) {
+		t.Error("an archive written after Reserve differs from one written without")
+	}
+}

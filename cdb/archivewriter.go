@@ -61,6 +61,23 @@ func startArchive(cw *Writer) (*ArchiveWriter, error) {
 	}, nil
 }
 
+// Reserve makes room for files more paths, so that an archive whose size
+// the caller knows does not grow its index of paths step by step: an
+// export of 100k pastes spent 3% of its CPU growing that map. It may be
+// called at any time; a count that turns out wrong costs only memory or
+// the growing it would have saved.
+func (a *ArchiveWriter) Reserve(files int) {
+	if files <= 0 {
+		return
+	}
+	keys := make(map[string]struct{}, len(a.keys)+files)
+	for k := range a.keys {
+		keys[k] = struct{}{}
+	}
+	a.keys = keys
+	a.files = slices.Grow(a.files, files)
+}
+
 // AddFile stores body under path with the given status and headers. The
 // body is stored as given: if it is compressed, headers must say so with
 // Content-Encoding (see Compress). Headers are written in the given order

@@ -257,6 +257,9 @@ func (f *FSM) View() View { return View{f.cur.Load()} }
 // Index returns the log index the view was taken at.
 func (v View) Index() uint64 { return v.s.index }
 
+// Len returns the number of pastes in the view.
+func (v View) Len() int { return v.s.pastes.len() }
+
 // Walk calls fn for every paste in id order until fn returns false. Each
 // paste is fn's to keep.
 func (v View) Walk(fn func(p *Paste) bool) {

@@ -99,6 +99,7 @@ func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pag
 		e.cache = opts.Cache.begin(pages)
 	}
 	site, err := e.site()
+	aw.Reserve(len(site) + filesPerPaste*view.Len())
 	if err == nil {
 		err = addFiles(aw, site)
 	}
@@ -128,6 +129,10 @@ const (
 	exportBatch      = 64
 	exportBatchBytes = 64 << 10
 )
+
+// filesPerPaste is the files an export makes of each paste: its raw bytes,
+// its page and its metadata.
+const filesPerPaste = 3
 
 // addPastes adds the pastes of view that may be exported to aw, counting
 // them in st. They are rendered, compressed and fingerprinted on every CPU
@@ -258,7 +263,7 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 // index.
 type exportJob struct {
 	pastes []*fsm.Paste
-	files  []cdb.Entry         // three per paste, in order
+	files  []cdb.Entry         // filesPerPaste per paste, in order
 	keys   [][sha256.Size]byte // each paste's in the page cache
 	values [][]byte            // to keep under keys[i] in the next cache file; nil: nothing
 	hits   int                 // pages that came from the cache
