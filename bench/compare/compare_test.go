@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,45 @@ func TestRowsAndTable(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
+	}
+}
+
+func TestCPUTime(t *testing.T) {
+	pid := []int{os.Getpid()}
+	before, err := cpuTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until the kernel has counted at least two ticks more.
+	deadline := time.Now().Add(10 * time.Second)
+	for x := 0; time.Now().Before(deadline); x++ {
+		if x%1_000_000 == 0 {
+			if now, err := cpuTime(pid); err != nil {
+				t.Fatal(err)
+			} else if now-before >= 2*time.Second/clockTicks {
+				return
+			}
+		}
+	}
+	t.Fatal("the CPU time of a spinning process did not grow in 10 s")
+}
+
+func TestCPUTimeOfNoProcess(t *testing.T) {
+	if _, err := cpuTime([]int{-1}); err == nil {
+		t.Error("no error for pid -1")
+	}
+}
+
+func TestCPURow(t *testing.T) {
+	ours, etcd := &cpuPerOp{}, &cpuPerOp{}
+	ours.add(3*time.Second, 10_000) // 300 µs each
+	ours.add(time.Second, 10_000)   // 200 µs each: 200 on average
+	etcd.add(6*time.Second, 10_000)
+	r := cpuRow(ours, etcd)
+	if r.ours != "200 µs per create" || r.peer != "600 µs per put" || r.ratio != 3 || r.met != "-" {
+		t.Errorf("got %+v", r)
+	}
+	if r := cpuRow(&cpuPerOp{}, etcd); r.ratio >= 0 {
+		t.Errorf("without requests: ratio %v, want none", r.ratio)
 	}
 }

@@ -92,29 +92,31 @@ http {
 }
 
 // startEtcd starts a 3-member etcd cluster on loopback and returns the
-// client URL of a follower.
-func (b *bench) startEtcd(ctx context.Context) (string, error) {
+// client URL of a follower and the members' process ids.
+func (b *bench) startEtcd(ctx context.Context) (string, []int, error) {
 	addrs, err := freePorts(6)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var initial []string
 	for i := range 3 {
 		initial = append(initial, fmt.Sprintf("e%d=http://%s", i, addrs[3+i]))
 	}
 	var clients []string
+	var pids []int
 	for i := range 3 {
 		client, peer := "http://"+addrs[i], "http://"+addrs[3+i]
 		clients = append(clients, client)
-		_, err := b.procs.start(fmt.Sprintf("etcd%d", i), "etcd",
+		cmd, err := b.procs.start(fmt.Sprintf("etcd%d", i), "etcd",
 			"--name", fmt.Sprintf("e%d", i), "--data-dir", filepath.Join(b.tmp, fmt.Sprintf("etcd%d", i)),
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", "pastenode-bench", "--logger", "zap", "--log-level", "error")
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
+		pids = append(pids, cmd.Process.Pid)
 	}
 	var follower string
 	err = waitFor(ctx, 30*time.Second, "etcd follower", func() error {
@@ -127,7 +129,7 @@ func (b *bench) startEtcd(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
-	return follower, err
+	return follower, pids, err
 }
 
 // etcdIsLeader asks the etcd member at url whether it leads; it fails

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -195,4 +196,36 @@ func residentMemory(pid int) (memory, error) {
 		return memory{}, errors.New("no VmRSS")
 	}
 	return m, nil
+}
+
+// clockTicks is the unit of the CPU times in /proc/PID/stat (USER_HZ,
+// 100 on every Linux the bench runs on).
+const clockTicks = 100
+
+// cpuTime is the CPU time the processes pids have used so far, user and
+// system, their threads' included, from /proc/PID/stat.
+func cpuTime(pids []int) (time.Duration, error) {
+	var ticks int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, err
+		}
+		// The command name, in parentheses, may hold spaces: the fields
+		// counted are those after it, utime and stime being the 12th and
+		// 13th.
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i < 0 || len(f) < 13 {
+			return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+		}
+		for _, v := range f[11:13] {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+			}
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
 }

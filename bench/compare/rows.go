@@ -32,11 +32,11 @@ func (b *bench) all(ctx context.Context) ([]row, error) {
 		rows = append(rows, single...)
 	}
 	if b.want("creates") {
-		creates, err := b.createRow(ctx)
+		creates, err := b.createRows(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, creates)
+		rows = append(rows, creates...)
 	}
 	return orderRows(rows), nil
 }
@@ -111,8 +111,8 @@ func (b *bench) want(groups ...string) bool {
 // orderRows puts rows in the order, which is not the order they
 // are measured in.
 func orderRows(rows []row) []row {
-	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs the bare", "reference: live vs nginx",
-		"reference: mirror vs kawipiko", "1 KiB creates", "RSS of one node", "restart", "HTTPS read",
+	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs the bare", "reference: mirror vs the bare", "reference: live vs nginx",
+		"reference: mirror vs kawipiko", "1 KiB creates", "reference: CPU of the 3 processes", "RSS of one node", "restart", "HTTPS read",
 		"1,000 connections", "pastectl export"}
 	rank := func(r row) int {
 		for i, prefix := range order {
@@ -270,6 +270,7 @@ func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, e
 		ratioRow("GET /raw/{id}, 1 KiB, live node vs bare net/http", byName["live"], byName["bare"], 0.95),
 		ratioRow("same read on pastenode mirror vs bare net/http", byName["mirror"], byName["bare"], 0.95),
 		ratioRow("reference: live vs the bare handler sending the live node's headers too", byName["live"], byName["bare-like"], 0),
+		ratioRow("reference: mirror vs the bare handler sending the mirror's headers too", byName["mirror"], byName["bare-mirror"], 0),
 		ratioRow("reference: live vs nginx (2 workers, static file)", byName["live"], byName["nginx"], 0),
 		ratioRow("reference: mirror vs kawipiko-server on our export", byName["mirror"], byName["kawipiko"], 0),
 		ratioRow("HTTPS read (keep-alive), live vs nginx, same certificate", byName["live-tls"], byName["nginx-tls"], 0),
@@ -343,7 +344,14 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if err := waitFor(ctx, time.Minute, "mirror", httpOK(b.hc, "http://"+ports[3]+"/raw/"+b.id)); err != nil {
 		return nil, fmt.Errorf("%w (%v)", err, b.procs.exitedEarly(mirror))
 	}
-	t = append(t, target{"mirror", "http://" + ports[3] + "/raw/" + b.id})
+	bareMirror, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := b.startBare(ctx, "bare-mirror", bareMirror, file, "--like", "http://"+ports[3]+"/raw/"+b.id); err != nil {
+		return nil, err
+	}
+	t = append(t, target{"mirror", "http://" + ports[3] + "/raw/" + b.id}, target{"bare-mirror", "http://" + bareMirror + "/raw/" + b.id})
 	kawipiko, err := b.startKawipiko(ctx, cdb)
 	if err != nil || kawipiko == "" {
 		return t, err
@@ -401,44 +409,60 @@ func (b *bench) startKawipiko(ctx context.Context, cdb string) (string, error) {
 	return "http://" + addr, waitFor(ctx, time.Minute, "kawipiko-server", httpOK(b.hc, "http://"+addr+"/raw/"+b.id))
 }
 
-// createRow compares 1 KiB creates through a follower of a 3-node
-// pastenode cluster with 1 KiB puts through a follower of a 3-member etcd.
-func (b *bench) createRow(ctx context.Context) (row, error) {
+// createRows compares 1 KiB creates through a follower of a 3-node
+// pastenode cluster with 1 KiB puts through a follower of a 3-member etcd:
+// the throughput, and the CPU the three processes spent per write, which
+// the machine's other load moves less.
+func (b *bench) createRows(ctx context.Context) ([]row, error) {
 	b.say("3-node pastenode cluster and 3-member etcd")
 	nodes, err := b.cluster(ctx)
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
 	follower, err := b.follower(nodes)
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
-	etcd, err := b.startEtcd(ctx)
+	var ourPIDs []int
+	for _, n := range nodes {
+		ourPIDs = append(ourPIDs, n.cmd.Process.Pid)
+	}
+	etcd, etcdPIDs, err := b.startEtcd(ctx)
 	if err != nil {
-		return row{}, err
+		return nil, err
 	}
 	ours := filepath.Join(b.tmp, "create.lua")
 	theirs := filepath.Join(b.tmp, "etcd.lua")
 	if err := os.WriteFile(ours, []byte(countScript(201, "POST", "application/octet-stream", string(b.content))), 0o644); err != nil {
-		return row{}, err
+		return nil, err
 	}
 	if err := os.WriteFile(theirs, []byte(etcdPutScript(base64.StdEncoding.EncodeToString(b.content))), 0o644); err != nil {
-		return row{}, err
+		return nil, err
 	}
 	b.say("creates: %d rounds", b.rounds)
 	res := map[string][]wrkResult{}
+	cpu := map[string]*cpuPerOp{"pastenode": {}, "etcd": {}}
 	for round := range b.rounds {
 		for i := range 2 {
 			l := load{url: follower.url + "/", conns: b.conns, duration: b.duration, script: ours}
-			name := "pastenode"
+			name, pids := "pastenode", ourPIDs
 			if (i+round)%2 == 1 {
-				l.url, l.script, name = etcd+"/v3/kv/put", theirs, "etcd"
+				l.url, l.script, name, pids = etcd+"/v3/kv/put", theirs, "etcd", etcdPIDs
+			}
+			before, err := cpuTime(pids)
+			if err != nil {
+				return nil, err
 			}
 			r, err := runWrk(ctx, l)
 			if err != nil {
-				return row{}, err
+				return nil, err
+			}
+			after, err := cpuTime(pids)
+			if err != nil {
+				return nil, err
 			}
 			res[name] = append(res[name], r)
+			cpu[name].add(after-before, r.requests)
 		}
 	}
 	r := ratioRow("1 KiB creates through a follower of 3 nodes vs etcd 3.4 puts through a follower's gateway", res["pastenode"], res["etcd"], 2.0)
@@ -449,7 +473,39 @@ func (b *bench) createRow(ctx context.Context) (row, error) {
 	if bad != 0 {
 		r.met = "MISS"
 	}
-	return r, nil
+	return []row{r, cpuRow(cpu["pastenode"], cpu["etcd"])}, nil
+}
+
+// cpuPerOp adds up the CPU time and the requests of runs.
+type cpuPerOp struct {
+	cpu      time.Duration
+	requests int64
+}
+
+func (c *cpuPerOp) add(cpu time.Duration, requests int64) {
+	c.cpu += cpu
+	c.requests += requests
+}
+
+// per is the CPU time per request, or 0 without requests.
+func (c *cpuPerOp) per() time.Duration {
+	if c.requests == 0 {
+		return 0
+	}
+	return c.cpu / time.Duration(c.requests)
+}
+
+// cpuRow prints the CPU per write of ours and etcd's, and how many times
+// more etcd spends.
+func cpuRow(ours, etcd *cpuPerOp) row {
+	r := row{figure: "reference: CPU of the 3 processes per 1 KiB write, same runs (ratio: etcd's over ours)",
+		target: "printed, no target", met: "-", ratio: -1}
+	r.ours = fmt.Sprintf("%d µs per create", ours.per().Microseconds())
+	r.peer = fmt.Sprintf("%d µs per put", etcd.per().Microseconds())
+	if ours.per() > 0 && etcd.per() > 0 {
+		r.ratio = float64(etcd.per()) / float64(ours.per())
+	}
+	return r
 }
 
 func sumBad(rs []wrkResult) int64 {
