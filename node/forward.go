@@ -15,20 +15,29 @@ import (
 )
 
 // A follower forwards its writes to the leader through a forwarder, which
-// coalesces them: a command that comes while maxForwardCalls calls are in
-// flight waits, and leaves with every other waiting command in the next
-// call. Under load the leader then gets a few calls carrying many commands,
-// over the few connections those calls keep open, and appends each call's
-// commands to its log together; when idle, a command leaves at once, alone.
+// coalesces them: a command that comes while a call is in flight waits,
+// and leaves with every other waiting command in the next call. Under load
+// the leader then gets a few calls carrying many commands, over the few
+// connections those calls keep open, and appends each call's commands to
+// its log together; when idle, a command leaves at once, alone.
 const (
 	// maxForwardBatch is the most commands one call carries.
 	maxForwardBatch = 256
-	// maxForwardCalls is how many calls may be in flight at once: two, so
-	// that a call's commands commit while the next one fills. Under load,
-	// fewer calls in flight make larger batches and cost less CPU per
-	// command (3-node cluster, wrk -c64 on a follower: 285 µs of CPU per
-	// create with 1 call, 300 µs with 2, 330-400 µs with 4).
+	// maxForwardCalls is how many calls may be in flight at once. Commands
+	// of ordinary size go one call at a time: under load, fewer calls in
+	// flight make larger batches, and so fewer appends and fsyncs on every
+	// node, and cost less CPU per command (3-node cluster, wrk -c64 on a
+	// follower: 285 µs of CPU per create with 1 call, 300 µs with 2,
+	// 330-400 µs with 4; again, in make bench's creates rows on the day
+	// the second call was limited to heavy ones, 277-294 µs with 1 and
+	// 309-316 µs with 2). A second call runs only while one carries a
+	// heavy command, which travels alone, so that sending and writing it
+	// does not hold up every small command queued behind it.
 	maxForwardCalls = 2
+	// heavyCommand is the size from which a command is heavy: at 64 KiB,
+	// sending it and writing it to the log take longer than the leader's
+	// commit of a batch of small ones.
+	heavyCommand = 64 << 10
 	// batchFraming bounds the bytes a batch's msgpack framing adds to its
 	// commands: an array header and a bin header for each.
 	batchFraming = 5 + 5*maxForwardBatch
@@ -36,7 +45,7 @@ const (
 
 // forwarder coalesces forwarded commands into calls to the leader, which
 // answers one R per command. Its calls run on goroutines of their own, at
-// most maxForwardCalls, which end when nothing waits. The leader batches
+// most maxForwardCalls (see there), which end when nothing waits. The leader batches
 // its own writes with one too (Node.local): a call is then an apply here.
 type forwarder[R any] struct {
 	// send delivers one batch to the leader and returns one reply per
@@ -51,6 +60,7 @@ type forwarder[R any] struct {
 	mu      sync.Mutex
 	queue   []*forwarded[R]
 	senders int // goroutines sending calls
+	heavy   int // calls in flight that carry a heavy command
 	// calls is the context of the calls in flight, cancelled when the
 	// leader changes (leaderChanged); nil until the next call makes one.
 	calls  context.Context
@@ -135,10 +145,7 @@ func (f *forwarder[R]) forward(ctx context.Context, data []byte) (R, error) {
 		return none, ErrClosed
 	}
 	f.queue = append(f.queue, c)
-	start := f.senders < maxForwardCalls
-	if start {
-		f.senders++
-	}
+	start := f.mayStart()
 	f.mu.Unlock()
 	if start {
 		go f.run()
@@ -151,42 +158,77 @@ func (f *forwarder[R]) forward(ctx context.Context, data []byte) (R, error) {
 	}
 }
 
+// mayStart counts in a new sender and reports true when one may start:
+// when none runs, or a second while a heavy call is in flight. f.mu is
+// held.
+func (f *forwarder[R]) mayStart() bool {
+	if f.senders == 0 || f.senders < maxForwardCalls && f.heavy > 0 {
+		f.senders++
+		return true
+	}
+	return false
+}
+
 // run sends calls until no command waits.
 func (f *forwarder[R]) run() {
 	for {
-		batch := f.take()
+		batch, heavy := f.take()
 		if batch == nil {
 			return
 		}
 		f.deliver(batch)
+		if heavy {
+			f.mu.Lock()
+			f.heavy--
+			f.mu.Unlock()
+		}
 	}
 }
 
 // take removes the next batch from the queue: the commands that waited
-// longest, up to maxForwardBatch and f.limit bytes. With an empty queue it
-// returns nil, and the calling goroutine counts itself out.
-func (f *forwarder[R]) take() []*forwarded[R] {
+// longest, up to maxForwardBatch and f.limit bytes, or a heavy command
+// alone, and reports whether it is one. A heavy batch lets a second sender
+// start for the commands left queued. With an empty queue, or when the
+// calling goroutine is a second sender and no heavy call is in flight any
+// more, it returns nil, and the calling goroutine counts itself out: the
+// other sender takes what is queued.
+func (f *forwarder[R]) take() ([]*forwarded[R], bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.senders > 1 && f.heavy == 0 {
+		f.senders--
+		return nil, false
+	}
 	var n int
 	var size int64
-	for _, c := range f.queue {
-		if n == maxForwardBatch || (n > 0 && size+int64(len(c.data)) > f.limit) {
-			break
+	heavy := len(f.queue) > 0 && len(f.queue[0].data) >= heavyCommand
+	if heavy {
+		n = 1
+	} else {
+		for _, c := range f.queue {
+			if n == maxForwardBatch || len(c.data) >= heavyCommand || (n > 0 && size+int64(len(c.data)) > f.limit) {
+				break
+			}
+			size += int64(len(c.data))
+			n++
 		}
-		size += int64(len(c.data))
-		n++
 	}
 	if n == 0 {
 		f.senders--
-		return nil
+		return nil, false
 	}
 	batch := make([]*forwarded[R], n)
 	copy(batch, f.queue)
 	// Delete clears the slots it vacates, so that no command's bytes stay
 	// reachable from the queue once sent.
 	f.queue = slices.Delete(f.queue, 0, n)
-	return batch
+	if heavy {
+		f.heavy++
+		if len(f.queue) > 0 && f.mayStart() {
+			go f.run()
+		}
+	}
+	return batch, heavy
 }
 
 // deliver sends the commands of batch whose callers still wait in one

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,20 +79,17 @@ func forwardAsync(ctx context.Context, f *forwarder[applyReply], cmds ...string)
 	return out
 }
 
-// busyForwarder returns a forwarder whose maxForwardCalls calls are all in
-// flight and held until close(leader.release).
+// busyForwarder returns a forwarder with a call in flight, held until
+// close(leader.release): commands of ordinary size forwarded now queue
+// behind it. The call's result comes on the channel returned.
 func busyForwarder(t *testing.T, leader *fakeLeader, limit int64) (*forwarder[applyReply], <-chan forwardResult) {
 	t.Helper()
 	leader.started = make(chan struct{}, maxForwardBatch)
 	leader.release = make(chan struct{})
 	f := &forwarder[applyReply]{send: leader.send, limit: limit, hold: time.Minute}
-	results := make(chan forwardResult, maxForwardCalls)
-	for i := range maxForwardCalls {
-		// One at a time, or a sender takes several in one call.
-		go func() { r := <-forwardAsync(context.Background(), f, fmt.Sprintf("first-%d", i)); results <- r }()
-		<-leader.started
-	}
-	return f, results
+	first := forwardAsync(context.Background(), f, "first")
+	<-leader.started
+	return f, first
 }
 
 // waitQueued waits until n commands wait in f's queue.
@@ -117,7 +115,7 @@ func TestForwarderCoalescesWhileCallsAreInFlight(t *testing.T) {
 	results := forwardAsync(context.Background(), f, later...)
 	waitQueued(t, f, len(later))
 	close(leader.release)
-	for range maxForwardCalls + len(later) {
+	for range 1 + len(later) {
 		var r forwardResult
 		select {
 		case r = <-first:
@@ -128,8 +126,8 @@ func TestForwarderCoalescesWhileCallsAreInFlight(t *testing.T) {
 		}
 	}
 	sizes := leader.callSizes()
-	if len(sizes) != maxForwardCalls+1 || sizes[maxForwardCalls] != len(later) {
-		t.Fatalf("calls carried %v commands, want %d single calls and one of %d", sizes, maxForwardCalls, len(later))
+	if len(sizes) != 2 || sizes[1] != len(later) {
+		t.Fatalf("calls carried %v commands, want the first alone and one of %d", sizes, len(later))
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -155,9 +153,7 @@ func TestForwarderSplitsBatchesAtTheByteLimit(t *testing.T) {
 		t.Fatalf("a command over the limit: err = %v, want ErrBadCommand at once", err)
 	}
 	close(leader.release)
-	for range maxForwardCalls {
-		<-first
-	}
+	<-first
 	for _, ch := range []<-chan forwardResult{results, results2, results3} {
 		if r := <-ch; r.err != nil {
 			t.Fatalf("forward(%q): %v", r.data, r.err)
@@ -174,8 +170,8 @@ func TestForwarderSplitsBatchesAtTheByteLimit(t *testing.T) {
 			t.Fatalf("a call of %d commands carried %d bytes, over the limit %d", len(call), size, limit)
 		}
 	}
-	if got := len(leader.calls); got != maxForwardCalls+2 {
-		t.Fatalf("%d calls, want %d: a then b+c", got, maxForwardCalls+2)
+	if got := len(leader.calls); got != 3 {
+		t.Fatalf("%d calls, want 3: the first, a, then b+c", got)
 	}
 }
 
@@ -192,9 +188,7 @@ func TestForwarderDropsCancelledCommands(t *testing.T) {
 		t.Fatalf("cancelled forward: err = %v, want errUnreachable wrapping context.Canceled", r.err)
 	}
 	close(leader.release)
-	for range maxForwardCalls {
-		<-first
-	}
+	<-first
 	if r := <-kept; r.err != nil || r.reply.Msg != "kept" {
 		t.Fatalf("forward(kept) = %+v, %v", r.reply, r.err)
 	}
@@ -219,10 +213,8 @@ func TestForwarderEndsCallsWhenTheLeaderChanges(t *testing.T) {
 	queued := forwardAsync(context.Background(), f, "queued")
 	waitQueued(t, f, 1)
 	f.leaderChanged()
-	for range maxForwardCalls {
-		if r := <-first; !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("a call in flight at the change: err = %v, want it cancelled", r.err)
-		}
+	if r := <-first; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the call in flight at the change: err = %v, want it cancelled", r.err)
 	}
 	<-leader.started // the queued command's call, at the new leader
 	close(leader.release)
@@ -252,10 +244,8 @@ func TestForwarderCloseEndsEverything(t *testing.T) {
 			return forwardResult{}
 		}
 	}
-	for range maxForwardCalls {
-		if r := recv(first); !errors.Is(r.err, context.Canceled) {
-			t.Fatalf("a call in flight at close: err = %v, want it cancelled", r.err)
-		}
+	if r := recv(first); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the call in flight at close: err = %v, want it cancelled", r.err)
 	}
 	if r := recv(queued); !errors.Is(r.err, ErrClosed) {
 		t.Fatalf("a command queued at close: err = %v, want ErrClosed", r.err)
@@ -267,8 +257,8 @@ func TestForwarderCloseEndsEverything(t *testing.T) {
 	if f.callContext().Err() == nil {
 		t.Fatal("a call that starts after close is not ended")
 	}
-	if sizes := leader.callSizes(); len(sizes) != maxForwardCalls {
-		t.Fatalf("calls made: %v, want only the %d in flight at close", sizes, maxForwardCalls)
+	if sizes := leader.callSizes(); len(sizes) != 1 {
+		t.Fatalf("calls made: %v, want only the one in flight at close", sizes)
 	}
 }
 
@@ -538,5 +528,172 @@ func TestForwardingFallsBackForAnOldLeader(t *testing.T) {
 	}
 	if batches != 3 {
 		t.Fatalf("%d batch calls tried, want 3", batches)
+	}
+}
+
+// heavyLeader is a send that holds the calls carrying a heavy command
+// until heavyDone is closed, answers the others at once, and records the
+// most calls it had in flight at once and every call's commands.
+type heavyLeader struct {
+	heavyDone chan struct{}
+	heavyIn   chan struct{} // receives when a heavy call arrives
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	calls    [][]string
+}
+
+func (l *heavyLeader) send(ctx context.Context, batch [][]byte) ([]applyReply, error) {
+	l.mu.Lock()
+	l.inFlight++
+	l.most = max(l.most, l.inFlight)
+	var call []string
+	heavy := false
+	for _, c := range batch {
+		heavy = heavy || len(c) >= heavyCommand
+		call = append(call, string(c[:min(len(c), 8)]))
+	}
+	l.calls = append(l.calls, call)
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.inFlight--
+		l.mu.Unlock()
+	}()
+	if heavy {
+		l.heavyIn <- struct{}{}
+		select {
+		case <-l.heavyDone:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	} else {
+		time.Sleep(time.Millisecond) // long enough for commands to pile up
+	}
+	replies := make([]applyReply, len(batch))
+	for i, data := range batch {
+		replies[i] = applyReply{Index: uint64(i + 1), Msg: string(data)}
+	}
+	return replies, nil
+}
+
+func (l *heavyLeader) mostInFlight() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.most
+}
+
+// TestForwarderSendsOneCallAtATime: commands of ordinary size, however
+// many come at once, go in one call at a time (maxForwardCalls).
+func TestForwarderSendsOneCallAtATime(t *testing.T) {
+	leader := &heavyLeader{heavyIn: make(chan struct{}, 1), heavyDone: make(chan struct{})}
+	f := &forwarder[applyReply]{send: leader.send, limit: 1 << 20, hold: time.Minute}
+	var cmds []string
+	for i := range 200 {
+		cmds = append(cmds, fmt.Sprintf("cmd-%d", i))
+	}
+	results := forwardAsync(context.Background(), f, cmds...)
+	for range cmds {
+		if r := <-results; r.err != nil || r.reply.Msg != r.data {
+			t.Fatalf("forward(%q) = %+v, %v", r.data, r.reply, r.err)
+		}
+	}
+	if most := leader.mostInFlight(); most != 1 {
+		t.Errorf("%d calls in flight at once, want 1", most)
+	}
+}
+
+// TestForwarderHeavyCommandTravelsAlone: a heavy command goes in a call of
+// its own, and while that call is in flight a second call carries the
+// small commands, queued before or after it, rather than hold them behind
+// it; once it is answered, calls go one at a time again.
+func TestForwarderHeavyCommandTravelsAlone(t *testing.T) {
+	leader := &heavyLeader{heavyIn: make(chan struct{}, 1), heavyDone: make(chan struct{})}
+	f := &forwarder[applyReply]{send: leader.send, limit: 1 << 20, hold: time.Minute}
+	heavy := "heavy---" + string(bytes.Repeat([]byte("h"), heavyCommand))
+	heavyResult := forwardAsync(context.Background(), f, heavy)
+	<-leader.heavyIn
+	// Small commands while the heavy call is held: they are answered.
+	small := forwardAsync(context.Background(), f, "small-1", "small-2", "small-3")
+	for range 3 {
+		select {
+		case r := <-small:
+			if r.err != nil || r.reply.Msg != r.data {
+				t.Fatalf("forward(%q) behind a heavy call = %+v, %v", r.data, r.reply, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("small commands still wait 10s behind a heavy call in flight")
+		}
+	}
+	close(leader.heavyDone)
+	if r := <-heavyResult; r.err != nil || r.reply.Msg != heavy {
+		t.Fatalf("the heavy forward: %v", r.err)
+	}
+	for _, call := range leader.calls {
+		if len(call) > 1 && slices.Contains(call, "heavy---") {
+			t.Errorf("the heavy command shared a call: %v", call)
+		}
+	}
+	waitUntil(t, 5*time.Second, "the second sender gone", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.senders != 0 || f.heavy != 0 {
+			return fmt.Errorf("%d senders, %d heavy calls", f.senders, f.heavy)
+		}
+		return nil
+	})
+	leader.mu.Lock()
+	leader.most = 0
+	leader.mu.Unlock()
+	var cmds []string
+	for i := range 100 {
+		cmds = append(cmds, fmt.Sprintf("after-%d", i))
+	}
+	results := forwardAsync(context.Background(), f, cmds...)
+	for range cmds {
+		if r := <-results; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if most := leader.mostInFlight(); most != 1 {
+		t.Errorf("after the heavy call, %d calls in flight at once, want 1", most)
+	}
+}
+
+// TestForwarderSmallCommandsQueuedBehindAHeavyOne: commands queued behind
+// a heavy one, which leaves in a call of its own, go out in a second call
+// at once, not after it.
+func TestForwarderSmallCommandsQueuedBehindAHeavyOne(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	heavy := string(bytes.Repeat([]byte("h"), heavyCommand))
+	heavyResult := forwardAsync(context.Background(), f, heavy)
+	waitQueued(t, f, 1)
+	small := forwardAsync(context.Background(), f, "small-1", "small-2")
+	waitQueued(t, f, 3)
+	// The first call returns; the heavy command leaves alone, and the
+	// small ones in a second call while it is still held.
+	leader.release <- struct{}{}
+	<-first
+	for _, call := range []string{"the heavy one's", "the small ones'"} {
+		select {
+		case <-leader.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s call did not start within 10s; calls so far carried %v", call, leader.callSizes())
+		}
+	}
+	sizes := leader.callSizes()
+	if len(sizes) != 3 || sizes[1] != 1 || sizes[2] != 2 {
+		t.Fatalf("calls carried %v commands, want the first, the heavy one alone, then the two small ones", sizes)
+	}
+	close(leader.release)
+	for range 2 {
+		if r := <-small; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if r := <-heavyResult; r.err != nil {
+		t.Fatal(r.err)
 	}
 }
