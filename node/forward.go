@@ -28,11 +28,11 @@ const (
 	// flight make larger batches, and so fewer appends and fsyncs on every
 	// node, and cost less CPU per command (3-node cluster, wrk -c64 on a
 	// follower: 285 µs of CPU per create with 1 call, 300 µs with 2,
-	// 330-400 µs with 4; again, in make bench's creates rows on the day
-	// the second call was limited to heavy ones, 277-294 µs with 1 and
-	// 309-316 µs with 2). A second call runs only while one carries a
-	// heavy command, which travels alone, so that sending and writing it
-	// does not hold up every small command queued behind it.
+	// 330-400 µs with 4; in make bench's creates rows of 2026-12-02,
+	// 249-294 µs with 1 and 253-319 µs with 2, over the three nodes). A
+	// second call runs only while one carries a heavy command, which
+	// travels alone, so that sending and writing it does not hold up
+	// every small command queued behind it.
 	maxForwardCalls = 2
 	// heavyCommand is the size from which a command is heavy: at 64 KiB,
 	// sending it and writing it to the log take longer than the leader's
@@ -45,8 +45,9 @@ const (
 
 // forwarder coalesces forwarded commands into calls to the leader, which
 // answers one R per command. Its calls run on goroutines of their own, at
-// most maxForwardCalls (see there), which end when nothing waits. The leader batches
-// its own writes with one too (Node.local): a call is then an apply here.
+// most maxForwardCalls (see there), which end when nothing waits. The
+// leader batches its own writes with one too (Node.local): a call is then
+// an apply here.
 type forwarder[R any] struct {
 	// send delivers one batch to the leader and returns one reply per
 	// command, in order.
