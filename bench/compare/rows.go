@@ -295,14 +295,14 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if err := os.WriteFile(file, b.content, 0o644); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(5)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	if err := b.startBare(ctx, "bare", ports[0], file); err != nil {
 		return nil, err
 	}
-	if err := b.startBare(ctx, "bare-like", ports[4], file, "--like", live.url+"/raw/"+b.id); err != nil {
+	if err := b.startBare(ctx, "bare-like", ports[3], file, "--like", live.url+"/raw/"+b.id); err != nil {
 		return nil, err
 	}
 	cert, key, err := selfSigned(b.tmp)
@@ -329,7 +329,7 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	t := []target{
 		{"live", live.url + "/raw/" + b.id},
 		{"bare", "http://" + ports[0] + "/raw/" + b.id},
-		{"bare-like", "http://" + ports[4] + "/raw/" + b.id},
+		{"bare-like", "http://" + ports[3] + "/raw/" + b.id},
 		{"nginx", "http://" + ports[1] + "/raw/" + b.id},
 		{"live-tls", tls.url + "/raw/" + tlsID},
 		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID},
@@ -337,21 +337,30 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if cdb == "" {
 		return t, nil
 	}
-	mirror, err := b.procs.start("mirror", filepath.Join(b.bin, "pastenode"), "mirror", "--cdb", cdb, "--http-addr", ports[3])
+	mirrors, err := b.mirrorTargets(ctx, cdb, file)
+	return append(t, mirrors...), err
+}
+
+// mirrorTargets starts pastenode mirror on the export cdb, a bare handler
+// serving file with the mirror's headers, and kawipiko-server when it is
+// installed, and returns them.
+func (b *bench) mirrorTargets(ctx context.Context, cdb, file string) ([]target, error) {
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, time.Minute, "mirror", httpOK(b.hc, "http://"+ports[3]+"/raw/"+b.id)); err != nil {
+	mirrorURL := "http://" + ports[0] + "/raw/" + b.id
+	mirror, err := b.procs.start("mirror", filepath.Join(b.bin, "pastenode"), "mirror", "--cdb", cdb, "--http-addr", ports[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := waitFor(ctx, time.Minute, "mirror", httpOK(b.hc, mirrorURL)); err != nil {
 		return nil, fmt.Errorf("%w (%v)", err, b.procs.exitedEarly(mirror))
 	}
-	bareMirror, err := freePort()
-	if err != nil {
+	if err := b.startBare(ctx, "bare-mirror", ports[1], file, "--like", mirrorURL); err != nil {
 		return nil, err
 	}
-	if err := b.startBare(ctx, "bare-mirror", bareMirror, file, "--like", "http://"+ports[3]+"/raw/"+b.id); err != nil {
-		return nil, err
-	}
-	t = append(t, target{"mirror", "http://" + ports[3] + "/raw/" + b.id}, target{"bare-mirror", "http://" + bareMirror + "/raw/" + b.id})
+	t := []target{{"mirror", mirrorURL}, {"bare-mirror", "http://" + ports[1] + "/raw/" + b.id}}
 	kawipiko, err := b.startKawipiko(ctx, cdb)
 	if err != nil || kawipiko == "" {
 		return t, err
