@@ -136,6 +136,9 @@ func TestRenderPasteFinal(t *testing.T) {
 	if lit := strings.Contains(page, `<span class="kn">package</span>`); final || lit {
 		t.Errorf("with every tokeniser busy: final %v, highlighted %v; want a plain page that is not final", final, lit)
 	}
+	if !strings.Contains(page, "highlighter was busy") || strings.Contains(page, "took too long") {
+		t.Error("with every tokeniser busy, the page does not say that the highlighter was busy, or says the paste took too long")
+	}
 	if page, final = render(); !final || !strings.Contains(page, `<span class="kn">package</span>`) {
 		t.Errorf("with the tokenisers free: final %v; want a highlighted, final page", final)
 	}

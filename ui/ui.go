@@ -324,7 +324,10 @@ func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 		v.Notes = append(v.Notes, "This paste is larger than "+pastenode.FormatSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
 	}
 	b := u.body(p, lexer, text)
-	if b.plain {
+	switch {
+	case b.busy:
+		v.Notes = append(v.Notes, "The highlighter was busy when this page was made, so the paste is shown without highlighting.")
+	case b.plain:
 		v.Notes = append(v.Notes, "Highlighting this paste took too long, so it is shown without highlighting.")
 	}
 	v.Body, v.Lines, v.busy = b.html, b.lines, b.busy
