@@ -176,7 +176,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // cached is what the cache holds of one paste.
 type cached struct {
 	page, raw         []byte // as stored in the archive; raw is nil when stored as they are
-	meta              []byte // the metadata document, which is never worth compressing
+	meta              []byte // the metadata document, as it is: each export compresses it when that pays, which a small one's never does
 	pageGzip, rawGzip bool
 }
 

@@ -99,8 +99,8 @@ func writeArchive(ctx context.Context, aw *cdb.ArchiveWriter, view fsm.View, pag
 		e.cache = opts.Cache.begin(pages)
 	}
 	site, err := e.site()
-	aw.Reserve(len(site) + filesPerPaste*view.Len())
 	if err == nil {
+		aw.Reserve(len(site) + filesPerPaste*view.Len())
 		err = addFiles(aw, site)
 	}
 	if err == nil {
@@ -175,7 +175,7 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 		}
 		for i := 0; err == nil && i < len(j.files); i++ {
 			if err = aw.Add(j.files[i]); err != nil {
-				err = fmt.Errorf("paste %s: %w", j.pastes[i/3].ID, err)
+				err = fmt.Errorf("paste %s: %w", j.pastes[i/filesPerPaste].ID, err)
 			}
 		}
 		if err != nil {
