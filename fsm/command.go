@@ -113,13 +113,11 @@ type Result struct {
 	Batch []*Result
 }
 
-// Encode returns the log entry for c.
+// Encode returns the log entry for c: the bytes msgpack.Marshal makes of
+// it (codec.go). It returns no error; the error is for the encodings to
+// come.
 func Encode(c *Command) ([]byte, error) {
-	b, err := MarshalSized(c, c.sizeHint())
-	if err != nil {
-		return nil, fmt.Errorf("encode %s command: %w", c.Type, err)
-	}
-	return b, nil
+	return appendCommand(make([]byte, 0, c.sizeHint()), c), nil
 }
 
 // sizeHint is at least the bytes c encodes to, short of very long field
@@ -167,10 +165,16 @@ func MarshalSized(v any, size int) ([]byte, error) {
 // knows, with the fields its type needs. Garbage is an error wrapping
 // ErrBadCommand. The leader decodes every command before it proposes it,
 // so garbage never reaches the log through pastenode's own paths.
+//
+// The Command's byte slices may be slices of b, which must not change
+// while they are in use.
 func Decode(b []byte) (*Command, error) {
-	var c Command
-	if err := msgpack.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
+	c, ok := decodeCommand(b)
+	if !ok {
+		c = new(Command)
+		if err := msgpack.Unmarshal(b, c); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
+		}
 	}
 	if c.Type < TypeCreate || c.Type > TypeBatch {
 		return nil, fmt.Errorf("%w: unknown %s", ErrBadCommand, c.Type)
@@ -183,7 +187,7 @@ func Decode(b []byte) (*Command, error) {
 	case c.Type != TypeCreate && c.Type != TypeExpire && c.Type != TypeBatch && c.ID == "":
 		return nil, fmt.Errorf("%w: %s without an id", ErrBadCommand, c.Type)
 	}
-	return &c, nil
+	return c, nil
 }
 
 // Removes reports whether a command of type t may remove a paste, so that

@@ -481,7 +481,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Decode(b)
-		if err == nil && (c.Type < TypeCreate || c.Type > TypeAllowNode) {
+		if err == nil && (c.Type < TypeCreate || c.Type > TypeBatch) {
 			t.Fatalf("Decode accepted type %d", c.Type)
 		}
 	})
