@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
@@ -81,6 +82,28 @@ func appendPaste(b []byte, p *Paste) []byte {
 		b = appendString(appendKey(b, "r"), p.RequestID)
 	}
 	return b
+}
+
+// EncodeBatch returns batch as a msgpack array of bins, the bytes
+// msgpack.Marshal makes of it: the body of a follower's forward call.
+func EncodeBatch(batch [][]byte) []byte {
+	if batch == nil {
+		return []byte{msgpcode.Nil}
+	}
+	return appendBatch(make([]byte, 0, BatchSize(batch)), batch)
+}
+
+// DecodeBatch reads a msgpack array of bins as msgpack.Unmarshal reads it
+// into a [][]byte, except that the bins of an array EncodeBatch made are
+// slices of b, which must not change while they are in use.
+func DecodeBatch(b []byte) ([][]byte, error) {
+	r := reader{b: b}
+	if batch := r.batch(); !r.bad && len(r.b) == 0 {
+		return batch, nil
+	}
+	var batch [][]byte
+	err := msgpack.Unmarshal(b, &batch)
+	return batch, err
 }
 
 // appendBatch appends batch as a msgpack array of bins.

@@ -123,6 +123,46 @@ func checkAgrees(t *testing.T, b []byte, fast *int) {
 	}
 }
 
+func TestBatchCodecIsMsgpack(t *testing.T) {
+	for i, c := range codecCommands(4, 200) {
+		batch := c.Batch
+		want, err := msgpack.Marshal(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := EncodeBatch(batch)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("batch %d: EncodeBatch = %x; msgpack.Marshal = %x", i, got, want)
+		}
+		if len(got) > 256 {
+			continue // damaging every byte of the long ones adds nothing
+		}
+		for j := range got {
+			for _, v := range []byte{0x00, 0x90, 0x9f, 0xc0, 0xc4, 0xc5, 0xdc, 0xff} {
+				damaged := bytes.Clone(got)
+				damaged[j] = v
+				checkBatchAgrees(t, damaged)
+				checkBatchAgrees(t, got[:j])
+			}
+		}
+	}
+	for _, b := range [][]byte{nil, {0xc0}, {0x90}, {0x91, 0xc0}, {0x91, 0xc4, 0x00}, {0x92, 0xc4, 0x01, 'a'}} {
+		checkBatchAgrees(t, b)
+	}
+}
+
+// checkBatchAgrees checks that DecodeBatch reads b as msgpack.Unmarshal
+// does.
+func checkBatchAgrees(t *testing.T, b []byte) {
+	t.Helper()
+	got, err := DecodeBatch(b)
+	var want [][]byte
+	wantErr := msgpack.Unmarshal(b, &want)
+	if (err == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%x: DecodeBatch = %q, %v; msgpack.Unmarshal = %q, %v", b, got, err, want, wantErr)
+	}
+}
+
 func FuzzDecodeCommand(f *testing.F) {
 	for _, c := range codecCommands(3, 20) {
 		if b, _ := Encode(c); len(b) < 4096 {
@@ -177,7 +217,7 @@ func BenchmarkDecode(b *testing.B) {
 	b.Run("create/marshal", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			MarshalSized(create, create.sizeHint())
+			msgpack.Marshal(create)
 		}
 	})
 }

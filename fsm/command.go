@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -134,31 +133,14 @@ func (c *Command) sizeHint() int {
 }
 
 // BatchSize is the most bytes a batch of encoded commands encodes to as a
-// msgpack array: theirs, and a header for each and for the array.
+// msgpack array (EncodeBatch): theirs, and a header for each and for the
+// array.
 func BatchSize(batch [][]byte) int {
 	n := 5
 	for _, b := range batch {
 		n += 5 + len(b)
 	}
 	return n
-}
-
-// MarshalSized encodes v as msgpack.Marshal does, into a buffer of size
-// bytes to start with. msgpack.Marshal's buffer starts small and doubles,
-// so that encoding a paste of a few KiB allocates about three times its
-// size; a write path that encodes each paste more than once (a create,
-// the batch that forwards it, the log entry that holds it) then makes
-// the collector run several times as often. A size too small still
-// encodes, with the buffer growing as before.
-func MarshalSized(v any, size int) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	enc := msgpack.GetEncoder()
-	defer msgpack.PutEncoder(enc)
-	enc.Reset(buf)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 // Decode parses a log entry and checks that it is a command this version

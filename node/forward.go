@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -281,8 +280,8 @@ func (n *Node) handleApplyBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	var batch [][]byte
-	if err := msgpack.Unmarshal(body, &batch); err != nil || len(batch) > maxForwardBatch {
+	batch, err := fsm.DecodeBatch(body)
+	if err != nil || len(batch) > maxForwardBatch {
 		http.Error(w, "not a batch of commands", http.StatusBadRequest)
 		return
 	}

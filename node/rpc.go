@@ -278,10 +278,7 @@ func (n *Node) sendForwarded(ctx context.Context, data []byte, t fsm.Type) (appl
 // sendBatch is the forwarder's call: the leader answers one reply per
 // command, each at most as large as the answer to a single call.
 func (n *Node) sendBatch(ctx context.Context, batch [][]byte) ([]applyReply, error) {
-	body, err := fsm.MarshalSized(batch, fsm.BatchSize(batch))
-	if err != nil {
-		return nil, err
-	}
+	body := fsm.EncodeBatch(batch)
 	var replies []applyReply
 	limit := int64(len(batch))*n.cfg.MaxCommandBytes + batchFraming
 	if err := n.roundTrip(ctx, http.MethodPost, "/internal/v1/apply-batch?"+leanReplies, body, limit, &replies); err != nil {
