@@ -34,4 +34,8 @@
 // in; a snapshot keeps a reference to the current one. The pastes
 // themselves are records in large byte slabs that the garbage collector
 // marks in one step each, written once and never changed (arena.go).
+//
+// Log entries: a Command is the msgpack map that msgpack.Marshal makes of
+// it by reflection; Encode and Decode make and read those bytes by hand
+// (codec.go), and anything else goes to msgpack.Unmarshal.
 package fsm
