@@ -55,6 +55,29 @@ func codecCommands(seed uint64, n int) []*Command {
 	return cmds
 }
 
+// TestCodecKnowsEveryField fails when Command or Paste gains a field
+// that appendCommand and decodeCommand do not know: they would drop it.
+func TestCodecKnowsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		tags string
+	}{
+		{Command{}, "t r,omitempty n,omitempty p,omitempty i,omitempty h,omitempty a,omitempty b,omitempty"},
+		{Paste{}, "id c ti,omitempty l,omitempty ca ea,omitempty b,omitempty e,omitempty th r,omitempty"},
+	} {
+		typ := reflect.TypeOf(tc.v)
+		var tags []string
+		for f := range typ.Fields() {
+			if f.IsExported() {
+				tags = append(tags, f.Tag.Get("msgpack"))
+			}
+		}
+		if got := strings.Join(tags, " "); got != tc.tags {
+			t.Errorf("%s's msgpack fields are %q; codec.go encodes %q: teach it the new ones", typ.Name(), got, tc.tags)
+		}
+	}
+}
+
 // reflected decodes b with msgpack's reflection, as Decode did before
 // codec.go and does for what decodeCommand does not read.
 func reflected(b []byte) (*Command, error) {
