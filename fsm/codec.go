@@ -180,7 +180,7 @@ func b2i(ok bool) int {
 }
 
 // reader reads the shapes appendCommand makes. Anything else, the input's
-// end included, sets bad, and every read after it returns zero values.
+// end included, sets bad, and what was read is then of no use.
 type reader struct {
 	b   []byte
 	bad bool
