@@ -113,8 +113,7 @@ type Result struct {
 }
 
 // Encode returns the log entry for c: the bytes msgpack.Marshal makes of
-// it (codec.go). It returns no error; the error is for the encodings to
-// come.
+// it (codec.go). Its error is always nil.
 func Encode(c *Command) ([]byte, error) {
 	return appendCommand(make([]byte, 0, c.sizeHint()), c), nil
 }
