@@ -174,3 +174,27 @@ func insecureClient() *http.Client {
 	tr.MaxIdleConnsPerHost = 64
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
+
+// bounce stops n with SIGTERM, runs whileStopped (if not nil), starts n
+// again and waits until it is ready and holds pastes pastes.
+func (b *bench) bounce(ctx context.Context, n *pnode, pastes int, whileStopped func() error) error {
+	b.procs.stop(n.cmd, time.Minute)
+	if whileStopped != nil {
+		if err := whileStopped(); err != nil {
+			return err
+		}
+	}
+	if err := b.restart(n); err != nil {
+		return err
+	}
+	if err := b.ready(ctx, n, 5*time.Minute); err != nil {
+		return err
+	}
+	return waitFor(ctx, 5*time.Minute, "every paste back", func() error {
+		st, err := b.status(n)
+		if err == nil && st.Store.Pastes < int64(pastes) {
+			err = fmt.Errorf("%d of %d pastes", st.Store.Pastes, pastes)
+		}
+		return err
+	})
+}
