@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -269,18 +268,11 @@ type exportJob struct {
 	hits   int                 // pages that came from the cache
 	arena  []byte              // the bytes that files and values point into, but for the cache's and the store's
 	page   bytes.Buffer        // one page at a time
-	meta   bytes.Buffer        // one metadata document at a time
-	json   *json.Encoder       // writes into meta; keeps its indent buffer
 	err    error
 	ready  chan struct{} // closed when files or err is set
 }
 
-var exportJobs = sync.Pool{New: func() any {
-	j := new(exportJob)
-	j.json = json.NewEncoder(&j.meta)
-	j.json.SetIndent("", "  ")
-	return j
-}}
+var exportJobs = sync.Pool{New: func() any { return new(exportJob) }}
 
 func newExportJob() *exportJob {
 	j := exportJobs.Get().(*exportJob)
@@ -472,12 +464,12 @@ func (e exporter) make(j *exportJob, zip *packer, p *fsm.Paste, up ui.Paste) (c 
 	if c.raw, c.rawGzip = zip.compress(p.Content); !c.rawGzip {
 		c.raw = nil
 	}
-	// The Encoder ends the document with the newline the API's has too.
-	j.meta.Reset()
-	if err := j.json.Encode(ui.MetaOf(p, "")); err != nil {
+	// The document is the API's, to its final newline.
+	start := len(zip.buf)
+	if zip.buf, err = ui.MetaOf(p, "").AppendJSON(zip.buf); err != nil {
 		return cached{}, nil, err
 	}
-	c.meta = zip.copy(j.meta.Bytes())
+	c.meta = zip.buf[start:]
 	if final && e.cache.writes() {
 		start := len(zip.buf)
 		zip.buf = appendCached(zip.buf, c)
