@@ -1,6 +1,7 @@
 // Package pastenode holds the wire types of pastenode's HTTP contract: the JSON
 // that a node sends and that its clients read. Server (api, mirror) and client
-// (client, pastectl) share them, so both sides agree on one definition. Beside
+// (client, pastectl) share them, so both sides agree on one definition; an
+// export writes Meta with AppendJSON, encoding/json's bytes made faster. Beside
 // them sits FormatSize, the one way both the web pages and pastectl show a
 // byte count, the backup file's container (BackupWriter, VerifyBackup),
 // which the server writes and pastectl and restore check, and the check of
