@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -64,6 +65,21 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		{ID: "x", CreatedAt: time.Unix(0, 1).UTC(), Size: 1 << 40},
 	} {
 		checkAppendJSON(t, m)
+	}
+}
+
+// TestAppendJSONKnowsEveryField fails when Meta gains or loses a field:
+// AppendJSON writes the fields it knows, and one it does not would be
+// missing from every export (an omitempty one even from the documents the
+// tests compare).
+func TestAppendJSONKnowsEveryField(t *testing.T) {
+	var names []string
+	for f := range reflect.TypeFor[Meta]().Fields() {
+		names = append(names, f.Tag.Get("json"))
+	}
+	want := []string{"id", "url", "raw_url", "title", "lang", "size", "created_at", "expires_at", "burn", "encrypted"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("Meta's fields are %q; AppendJSON writes %q: teach it the change", names, want)
 	}
 }
 
