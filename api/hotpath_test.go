@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -259,21 +261,17 @@ func bytesPerRun(runs int, f func()) uint64 {
 	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }
 
-// TestRawReadAnswers: the one-write path answers as http.ServeContent did
-// but for Accept-Ranges, and conditional and Range requests still get 304
-// and 206.
+// TestRawReadAnswers: the one-write path answers, on the wire, as
+// http.ServeContent did but for Accept-Ranges, and conditional and Range
+// requests still get 304 and 206. The answers go through a real net/http
+// server: the Content-Length of a small body is net/http's.
 func TestRawReadAnswers(t *testing.T) {
 	p := &fsm.Paste{ID: "abcdefgh", Content: []byte("hello, world\n"), CreatedAt: 1e18, ExpiresAt: 2e18}
 	p.Seal()
-	h := hotServer(t, p, "")
+	ts := httptest.NewServer(hotServer(t, p, ""))
+	defer ts.Close()
 	serve := func(method string, header ...string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "/raw/abcdefgh", nil)
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
+		return wireAnswer(t, ts, method, "/raw/abcdefgh", header...)
 	}
 	// What ServeContent sends for the same paste, the reference.
 	want := httptest.NewRecorder()
@@ -309,5 +307,57 @@ func TestRawReadAnswers(t *testing.T) {
 	}
 	if r := serve(http.MethodGet, "If-Modified-Since", got.Header().Get("Last-Modified")); r.Code != http.StatusNotModified {
 		t.Errorf("GET with If-Modified-Since: %d, want 304", r.Code)
+	}
+}
+
+// wireAnswer sends method path to ts with the header pairs given, and
+// returns the answer as a recorder: its code, headers and body.
+func wireAnswer(t *testing.T, ts *httptest.Server, method, path string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rec := httptest.NewRecorder()
+	maps.Copy(rec.Header(), resp.Header)
+	rec.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(rec, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.TransferEncoding) > 0 {
+		rec.Header()["Transfer-Encoding"] = resp.TransferEncoding
+	}
+	return rec
+}
+
+// TestRawReadLength: a raw read of any size says its length, whether
+// net/http counts it (a body that fits its buffer) or the handler does,
+// and is never chunked; a HEAD says it too.
+func TestRawReadLength(t *testing.T) {
+	for _, n := range []int{1, 1024, 2047, 2048, 2049, 4096, 64 << 10} {
+		p := &fsm.Paste{ID: "abcdefgh", Content: bytes.Repeat([]byte("x"), n), CreatedAt: 1e18}
+		p.Seal()
+		ts := httptest.NewServer(hotServer(t, p, ""))
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			got := wireAnswer(t, ts, method, "/raw/abcdefgh")
+			if cl := got.Header().Get("Content-Length"); got.Code != http.StatusOK || cl != strconv.Itoa(n) {
+				t.Errorf("%s of %d bytes: %d, Content-Length %q", method, n, got.Code, cl)
+			}
+			if te := got.Header()["Transfer-Encoding"]; te != nil {
+				t.Errorf("%s of %d bytes: Transfer-Encoding %q, want none", method, n, te)
+			}
+			if want := map[string]int{http.MethodGet: n, http.MethodHead: 0}[method]; got.Body.Len() != want {
+				t.Errorf("%s of %d bytes: %d body bytes, want %d", method, n, got.Body.Len(), want)
+			}
+		}
+		ts.Close()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,15 +105,36 @@ func startMirror(tb testing.TB, cfg Config) *Server {
 	return m
 }
 
-// get sends one request to h and returns the recorded answer; headers are
-// "Key", "value" pairs.
+// get sends one request to h over a real net/http server, as a client
+// that decodes no gzip itself, and returns the answer as a recorder: its
+// code, headers (a chunked answer's Transfer-Encoding among them) and
+// body. headers are "Key", "value" pairs.
 func get(h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, target, nil)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	req, err := http.NewRequest(method, ts.URL+target, nil)
+	if err != nil {
+		panic(err)
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	maps.Copy(rec.Header(), resp.Header)
+	if len(resp.TransferEncoding) > 0 {
+		rec.Header()["Transfer-Encoding"] = resp.TransferEncoding
+	}
+	rec.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(rec, resp.Body); err != nil {
+		panic(err)
+	}
 	return rec
 }
 

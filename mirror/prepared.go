@@ -138,8 +138,15 @@ func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) 
 	if p.encoded != nil && (p.enc != "gzip" || acceptsGzip(r)) {
 		hdr, body, encoded = p.encHeader, p.encoded, true
 	}
+	// net/http counts a small body of a plain GET itself (ui.NetHTTPCounts);
+	// http.ServeContent may not, when the body is encoded.
+	plain := p.status != http.StatusOK || !p.sniff && !ui.Conditional(r.Header)
+	counted := plain && r.Method == http.MethodGet && ui.NetHTTPCounts(len(body))
 	h := w.Header()
 	for k, v := range hdr {
+		if counted && k == "Content-Length" {
+			continue
+		}
 		h[k] = v
 	}
 	if p.enc == "gzip" {
@@ -157,7 +164,7 @@ func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) 
 		}
 		return
 	}
-	if p.sniff || ui.Conditional(r.Header) {
+	if !plain {
 		if encoded {
 			// ServeContent would cut ranges out of encoded bytes.
 			r = r.Clone(r.Context())

@@ -103,7 +103,8 @@ func SetRawHeaders(h http.Header, p *fsm.Paste) {
 
 // ServeRaw writes the raw bytes of the non-burn paste p with its headers.
 // A plain GET or HEAD is answered here with one write, with the headers
-// http.ServeContent would send but Accept-Ranges: clients may ask for
+// http.ServeContent would send (a small body's Content-Length counted by
+// net/http: see NetHTTPCounts) but Accept-Ranges: clients may ask for
 // ranges without it (RFC 9110, 14.3), and each header costs every read. A
 // conditional or Range request goes through http.ServeContent, which
 // answers 304, 206 and 412 as it should.
@@ -115,12 +116,25 @@ func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 		return
 	}
 	h["Last-Modified"] = p.ReadInfo().LastModified()
-	h["Content-Length"] = p.ReadInfo().Size()
+	if r.Method == http.MethodHead || !NetHTTPCounts(len(p.Content)) {
+		h["Content-Length"] = p.ReadInfo().Size()
+	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(p.Content)
 	}
 }
+
+// NetHTTPCounts reports whether net/http sends the Content-Length of an
+// answer's body of n bytes, written by a handler that then returns: of one
+// that fits the buffer net/http holds a body in until the handler returns
+// or the buffer fills (not of a HEAD's, which has no body). Left to
+// net/http, the header is written without a header map entry, which a
+// read would otherwise clone, sort and escape.
+func NetHTTPCounts(n int) bool { return n <= netHTTPBuffer }
+
+// netHTTPBuffer is the size of net/http's buffer before it chunks a body.
+const netHTTPBuffer = 2048
 
 // Conditional reports whether h asks for a conditional or partial answer,
 // which http.ServeContent handles; a plain one can be written at once.
