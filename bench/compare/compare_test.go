@@ -134,3 +134,16 @@ func TestCPURow(t *testing.T) {
 		t.Errorf("without requests: ratio %v, want none", r.ratio)
 	}
 }
+
+func TestReadCPURow(t *testing.T) {
+	ours, bare := &cpuPerOp{}, &cpuPerOp{}
+	ours.add(4*time.Second, 100_000) // 40 µs each
+	bare.add(3*time.Second, 100_000) // 30 µs each
+	r := readCPURow("live node", ours, bare)
+	if r.ours != "40.0 µs per read" || r.peer != "30.0 µs per read" || r.ratio != 0.75 || r.met != "-" {
+		t.Errorf("got %+v", r)
+	}
+	if r := readCPURow("mirror", nil, bare); r.ratio >= 0 || r.ours != "not measured" {
+		t.Errorf("without a measure: %+v", r)
+	}
+}

@@ -112,7 +112,7 @@ func (b *bench) want(groups ...string) bool {
 // are measured in.
 func orderRows(rows []row) []row {
 	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs the bare", "reference: mirror vs the bare", "reference: live vs nginx",
-		"reference: mirror vs kawipiko", "1 KiB creates", "reference: CPU of the 3 processes", "RSS of one node", "restart", "HTTPS read",
+		"reference: mirror vs kawipiko", "reference: CPU per raw read", "1 KiB creates", "reference: CPU of the 3 processes", "RSS of one node", "restart", "HTTPS read",
 		"1,000 connections", "pastectl export", "reference: CPU per paste of a first export"}
 	rank := func(r row) int {
 		for i, prefix := range order {
@@ -182,12 +182,12 @@ func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, e
 		return nil, err
 	}
 	b.say("reads: %d rounds", b.rounds)
-	byName, err := b.runRounds(ctx, t, b.conns, false)
+	byName, cpu, err := b.runRounds(ctx, t, b.conns, false)
 	if err != nil {
 		return nil, err
 	}
 	b.say("1,000 connections: %d rounds", b.rounds)
-	wide, err := b.runRounds(ctx, []target{t[0], t[1]}, 1000, true)
+	wide, _, err := b.runRounds(ctx, []target{t[0], t[1]}, 1000, true)
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +200,19 @@ func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, e
 		ratioRow("reference: mirror vs kawipiko-server on our export", byName["mirror"], byName["kawipiko"], 0),
 		ratioRow("HTTPS read (keep-alive), live vs nginx, same certificate", byName["live-tls"], byName["nginx-tls"], 0),
 		p99Row("1,000 connections, live vs bare: p99", wide["live"], wide["bare"]),
+		readCPURow("live node", cpu["live"], cpu["bare"]),
+	}
+	if cpu["mirror"] != nil {
+		rows = append(rows, readCPURow("mirror", cpu["mirror"], cpu["bare"]))
 	}
 	return rows, nil
 }
 
-// target is one server a read load runs against.
+// target is one server a read load runs against: the process pid, when
+// the CPU it spends per read is measured.
 type target struct {
 	name, url string
+	pid       int
 }
 
 // readTargets starts the servers the read rows compare and returns them,
@@ -224,10 +230,11 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 	if err != nil {
 		return nil, err
 	}
-	if err := b.startBare(ctx, "bare", ports[0], file); err != nil {
+	bare, err := b.startBare(ctx, "bare", ports[0], file)
+	if err != nil {
 		return nil, err
 	}
-	if err := b.startBare(ctx, "bare-like", ports[3], file, "--like", live.url+"/raw/"+b.id); err != nil {
+	if _, err := b.startBare(ctx, "bare-like", ports[3], file, "--like", live.url+"/raw/"+b.id); err != nil {
 		return nil, err
 	}
 	cert, key, err := selfSigned(b.tmp)
@@ -252,12 +259,12 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 		return nil, err
 	}
 	t := []target{
-		{"live", live.url + "/raw/" + b.id},
-		{"bare", "http://" + ports[0] + "/raw/" + b.id},
-		{"bare-like", "http://" + ports[3] + "/raw/" + b.id},
-		{"nginx", "http://" + ports[1] + "/raw/" + b.id},
-		{"live-tls", tls.url + "/raw/" + tlsID},
-		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID},
+		{"live", live.url + "/raw/" + b.id, live.cmd.Process.Pid},
+		{"bare", "http://" + ports[0] + "/raw/" + b.id, bare},
+		{"bare-like", "http://" + ports[3] + "/raw/" + b.id, 0},
+		{"nginx", "http://" + ports[1] + "/raw/" + b.id, 0},
+		{"live-tls", tls.url + "/raw/" + tlsID, 0},
+		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID, 0},
 	}
 	if cdb == "" {
 		return t, nil
@@ -282,26 +289,26 @@ func (b *bench) mirrorTargets(ctx context.Context, cdb, file string) ([]target, 
 	if err := waitFor(ctx, time.Minute, "mirror", httpOK(b.hc, mirrorURL)); err != nil {
 		return nil, fmt.Errorf("%w (%v)", err, b.procs.exitedEarly(mirror))
 	}
-	if err := b.startBare(ctx, "bare-mirror", ports[1], file, "--like", mirrorURL); err != nil {
+	if _, err := b.startBare(ctx, "bare-mirror", ports[1], file, "--like", mirrorURL); err != nil {
 		return nil, err
 	}
-	t := []target{{"mirror", mirrorURL}, {"bare-mirror", "http://" + ports[1] + "/raw/" + b.id}}
+	t := []target{{"mirror", mirrorURL, mirror.Process.Pid}, {"bare-mirror", "http://" + ports[1] + "/raw/" + b.id, 0}}
 	kawipiko, err := b.startKawipiko(ctx, cdb)
 	if err != nil || kawipiko == "" {
 		return t, err
 	}
-	return append(t, target{"kawipiko", kawipiko + "/raw/" + b.id}), nil
+	return append(t, target{"kawipiko", kawipiko + "/raw/" + b.id, 0}), nil
 }
 
 // startBare serves file with bench/bare on addr, with its extra flags,
-// logging to name.log.
-func (b *bench) startBare(ctx context.Context, name, addr, file string, extra ...string) error {
+// logging to name.log, and returns its pid.
+func (b *bench) startBare(ctx context.Context, name, addr, file string, extra ...string) (int, error) {
 	args := append([]string{"--addr", addr, "--file", file}, extra...)
 	bare, err := b.procs.start(name, filepath.Join(b.bin, "bare"), args...)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return waitFor(ctx, 10*time.Second, "bare", func() error {
+	return bare.Process.Pid, waitFor(ctx, 10*time.Second, "bare", func() error {
 		if err := b.procs.exitedEarly(bare); err != nil {
 			return err
 		}
@@ -310,20 +317,38 @@ func (b *bench) startBare(ctx context.Context, name, addr, file string, extra ..
 }
 
 // runRounds runs wrk against every target once per round, rotating the
-// order each round, and returns each target's runs by name.
-func (b *bench) runRounds(ctx context.Context, targets []target, conns int, latency bool) (map[string][]wrkResult, error) {
-	res := map[string][]wrkResult{}
+// order each round, and returns each target's runs by name, and the CPU
+// that the targets with a pid spent on them.
+func (b *bench) runRounds(ctx context.Context, targets []target, conns int, latency bool) (map[string][]wrkResult, map[string]*cpuPerOp, error) {
+	res, cpu := map[string][]wrkResult{}, map[string]*cpuPerOp{}
 	for round := range b.rounds {
 		for i := range targets {
 			t := targets[(i+round)%len(targets)]
+			var before time.Duration
+			if t.pid != 0 {
+				var err error
+				if before, err = cpuTime([]int{t.pid}); err != nil {
+					return nil, nil, err
+				}
+			}
 			r, err := runWrk(ctx, load{url: t.url, conns: conns, duration: b.duration, latency: latency})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			res[t.name] = append(res[t.name], r)
+			if t.pid != 0 {
+				after, err := cpuTime([]int{t.pid})
+				if err != nil {
+					return nil, nil, err
+				}
+				if cpu[t.name] == nil {
+					cpu[t.name] = &cpuPerOp{}
+				}
+				cpu[t.name].add(after-before, r.requests)
+			}
 		}
 	}
-	return res, nil
+	return res, cpu, nil
 }
 
 // startKawipiko serves cdb with kawipiko-server when it is installed and
@@ -427,6 +452,26 @@ func (c *cpuPerOp) per() time.Duration {
 		return 0
 	}
 	return c.cpu / time.Duration(c.requests)
+}
+
+// readCPURow prints the CPU the server (the live node or the mirror) spent
+// per raw read against the bare handler's, in the same rounds, and the
+// bare handler's over ours (as the read rows' ratios, 1x is bare's cost):
+// the read rows' throughput shares the CPUs with wrk, and this figure
+// moves less with the machine's other load.
+func readCPURow(server string, ours, bare *cpuPerOp) row {
+	r := row{figure: "reference: CPU per raw read, " + server + " vs bare net/http, same runs (ratio: bare's over ours)",
+		target: "printed, no target", met: "-", ratio: -1}
+	if ours == nil || bare == nil {
+		r.ours, r.peer = "not measured", "not measured"
+		return r
+	}
+	r.ours = fmt.Sprintf("%.1f µs per read", float64(ours.per().Nanoseconds())/1e3)
+	r.peer = fmt.Sprintf("%.1f µs per read", float64(bare.per().Nanoseconds())/1e3)
+	if ours.per() > 0 && bare.per() > 0 {
+		r.ratio = float64(bare.per()) / float64(ours.per())
+	}
+	return r
 }
 
 // cpuRow prints the CPU per write of ours and etcd's, and how many times
