@@ -15,24 +15,31 @@ import (
 
 // A follower forwards its writes to the leader through a forwarder, which
 // coalesces them: a command that comes while a call is in flight waits,
-// and leaves with every other waiting command in the next call. Under load
+// and leaves with every other waiting command in the next call (or in a
+// second call, once enough wait: see maxForwardCalls). Under load
 // the leader then gets a few calls carrying many commands, over the few
 // connections those calls keep open, and appends each call's commands to
 // its log together; when idle, a command leaves at once, alone.
 const (
 	// maxForwardBatch is the most commands one call carries.
 	maxForwardBatch = 256
-	// maxForwardCalls is how many calls may be in flight at once. Commands
-	// of ordinary size go one call at a time: under load, fewer calls in
-	// flight make larger batches, and so fewer appends and fsyncs on every
-	// node, and cost less CPU per command (3-node cluster, wrk -c64 on a
-	// follower: 285 µs of CPU per create with 1 call, 300 µs with 2,
-	// 330-400 µs with 4; in make bench's creates rows of 2026-12-02,
-	// 249-294 µs with 1 and 253-319 µs with 2, over the three nodes). A
-	// second call runs only while one carries a heavy command, which
-	// travels alone, so that sending and writing it does not hold up
-	// every small command queued behind it.
+	// maxForwardCalls is how many calls may be in flight at once. A
+	// second call starts only once pileUp commands wait behind the one in
+	// flight, or while one carries a heavy command, which travels alone,
+	// so that sending and writing it does not hold up every small command
+	// queued behind it. Under load, fewer calls in flight make larger
+	// batches, and so fewer appends and fsyncs on every node, and cost
+	// less CPU per command (3-node cluster, wrk -c64 on a follower: 285 µs
+	// of CPU per create with 1 call, 300 µs with 2, 330-400 µs with 4);
+	// but with one call the leader's log append, the followers' and the
+	// reply run one after another, the cores idle in between. On the
+	// 2026-12-03 machine (make bench's creates rows, four runs each,
+	// alternated): 3.8k creates/s with one call, 4.1k with a second once
+	// 24 pile up, for 298 and 315 µs of CPU per create (medians).
 	maxForwardCalls = 2
+	// pileUp is how many commands waiting behind a call in flight start a
+	// second one: a batch large enough that its own append is worth it.
+	pileUp = 24
 	// heavyCommand is the size from which a command is heavy: at 64 KiB,
 	// sending it and writing it to the log take longer than the leader's
 	// commit of a batch of small ones.
@@ -159,10 +166,10 @@ func (f *forwarder[R]) forward(ctx context.Context, data []byte) (R, error) {
 }
 
 // mayStart counts in a new sender and reports true when one may start:
-// when none runs, or a second while a heavy call is in flight. f.mu is
-// held.
+// when none runs, or a second while a heavy call is in flight or once
+// pileUp commands wait. f.mu is held.
 func (f *forwarder[R]) mayStart() bool {
-	if f.senders == 0 || f.senders < maxForwardCalls && f.heavy > 0 {
+	if f.senders == 0 || f.senders < maxForwardCalls && (f.heavy > 0 || len(f.queue) >= pileUp) {
 		f.senders++
 		return true
 	}
@@ -189,13 +196,14 @@ func (f *forwarder[R]) run() {
 // longest, up to maxForwardBatch and f.limit bytes, or a heavy command
 // alone, and reports whether it is one. A heavy batch lets a second sender
 // start for the commands left queued. With an empty queue, or when the
-// calling goroutine is a second sender and no heavy call is in flight any
-// more, it returns nil, and the calling goroutine counts itself out: the
-// other sender takes what is queued.
+// calling goroutine is a second sender, no heavy call is in flight any
+// more and fewer than pileUp commands wait, it returns nil, and the
+// calling goroutine counts itself out: the other sender takes what is
+// queued.
 func (f *forwarder[R]) take() ([]*forwarded[R], bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.senders > 1 && f.heavy == 0 {
+	if f.senders > 1 && f.heavy == 0 && len(f.queue) < pileUp {
 		f.senders--
 		return nil, false
 	}

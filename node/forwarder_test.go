@@ -334,13 +334,13 @@ func (l *heavyLeader) mostInFlight() int {
 	return l.most
 }
 
-// TestForwarderSendsOneCallAtATime: commands of ordinary size, however
-// many come at once, go in one call at a time (maxForwardCalls).
-func TestForwarderSendsOneCallAtATime(t *testing.T) {
+// TestForwarderCallsInFlight: commands of ordinary size, however many
+// come at once, go in at most maxForwardCalls calls at a time.
+func TestForwarderCallsInFlight(t *testing.T) {
 	leader := &heavyLeader{heavyIn: make(chan struct{}, 1), heavyDone: make(chan struct{})}
 	f := &forwarder[applyReply]{send: leader.send, limit: 1 << 20, hold: time.Minute}
 	var cmds []string
-	for i := range 200 {
+	for i := range 1000 {
 		cmds = append(cmds, fmt.Sprintf("cmd-%d", i))
 	}
 	results := forwardAsync(context.Background(), f, cmds...)
@@ -349,15 +349,71 @@ func TestForwarderSendsOneCallAtATime(t *testing.T) {
 			t.Fatalf("forward(%q) = %+v, %v", r.data, r.reply, r.err)
 		}
 	}
-	if most := leader.mostInFlight(); most != 1 {
-		t.Errorf("%d calls in flight at once, want 1", most)
+	if most := leader.mostInFlight(); most > maxForwardCalls {
+		t.Errorf("%d calls in flight at once, want at most %d", most, maxForwardCalls)
 	}
+}
+
+// TestForwarderSecondCallOncePiledUp: behind a call in flight, commands
+// wait for it until pileUp of them do; then a second call carries them,
+// and no third starts however many more come.
+func TestForwarderSecondCallOncePiledUp(t *testing.T) {
+	leader := &fakeLeader{}
+	f, first := busyForwarder(t, leader, 1<<20)
+	var few, more []string
+	for i := range pileUp - 1 {
+		few = append(few, fmt.Sprintf("few-%d", i))
+	}
+	for i := range 3 * maxForwardBatch {
+		more = append(more, fmt.Sprintf("more-%d", i))
+	}
+	fewResults := forwardAsync(context.Background(), f, few...)
+	waitQueued(t, f, len(few))
+	f.mu.Lock()
+	senders := f.senders
+	f.mu.Unlock()
+	if senders != 1 || len(leader.started) != 0 {
+		t.Fatalf("with %d queued: %d senders, %d calls started; want the one in flight alone", len(few), senders, len(leader.started))
+	}
+	moreResults := forwardAsync(context.Background(), f, more[:1]...)
+	select {
+	case <-leader.started:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no second call within 10s with %d queued", pileUp)
+	}
+	if sizes := leader.callSizes(); len(sizes) != 2 || sizes[1] != pileUp {
+		t.Fatalf("calls carried %v commands, want the first, then the %d piled up", sizes, pileUp)
+	}
+	rest := forwardAsync(context.Background(), f, more[1:]...)
+	waitQueued(t, f, len(more)-1)
+	f.mu.Lock()
+	senders = f.senders
+	f.mu.Unlock()
+	if senders != maxForwardCalls || len(leader.started) != 0 {
+		t.Fatalf("with two calls held and %d queued: %d senders, %d more calls; want %d and none", len(more)-1, senders, len(leader.started), maxForwardCalls)
+	}
+	close(leader.release)
+	for _, c := range []<-chan forwardResult{first, fewResults, moreResults, rest} {
+		for range cap(c) {
+			if r := <-c; r.err != nil || r.reply.Msg != r.data {
+				t.Fatalf("forward(%q) = %+v, %v", r.data, r.reply, r.err)
+			}
+		}
+	}
+	waitUntil(t, 5*time.Second, "senders to end", func() error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.senders != 0 {
+			return fmt.Errorf("%d senders left running with nothing queued", f.senders)
+		}
+		return nil
+	})
 }
 
 // TestForwarderHeavyCommandTravelsAlone: a heavy command goes in a call of
 // its own, and while that call is in flight a second call carries the
 // small commands, queued before or after it, rather than hold them behind
-// it; once it is answered, calls go one at a time again.
+// it; once it is answered, no more than maxForwardCalls go at a time.
 func TestForwarderHeavyCommandTravelsAlone(t *testing.T) {
 	leader := &heavyLeader{heavyIn: make(chan struct{}, 1), heavyDone: make(chan struct{})}
 	f := &forwarder[applyReply]{send: leader.send, limit: 1 << 20, hold: time.Minute}
@@ -406,8 +462,8 @@ func TestForwarderHeavyCommandTravelsAlone(t *testing.T) {
 			t.Fatal(r.err)
 		}
 	}
-	if most := leader.mostInFlight(); most != 1 {
-		t.Errorf("after the heavy call, %d calls in flight at once, want 1", most)
+	if most := leader.mostInFlight(); most > maxForwardCalls {
+		t.Errorf("after the heavy call, %d calls in flight at once, want at most %d", most, maxForwardCalls)
 	}
 }
 
