@@ -43,7 +43,7 @@ func TestMirrorOneWriteAnswersAsServeContent(t *testing.T) {
 	f, ids := benchFSM(t, 50, 4)
 	path, _ := writeExportFile(t, t.TempDir(), f, time.Now())
 	h := startMirror(t, Config{Path: path, Poll: time.Hour}).Handler()
-	get := func(target string, header ...string) *httptest.ResponseRecorder {
+	fetch := func(target string, header ...string) *httptest.ResponseRecorder {
 		rec := get(h, http.MethodGet, target, header...)
 		rec.Header().Del("Date")
 		if te := rec.Header()["Transfer-Encoding"]; te != nil {
@@ -60,8 +60,8 @@ func TestMirrorOneWriteAnswersAsServeContent(t *testing.T) {
 		{"/" + id, "Accept", "text/html"},
 		{"/" + id, "Accept", "text/html", "Accept-Encoding", "gzip"},
 	} {
-		plain := get(c[0], c[1:]...)
-		cond := get(c[0], append(c[1:], "If-None-Match", `"no-such-tag"`)...)
+		plain := fetch(c[0], c[1:]...)
+		cond := fetch(c[0], append(c[1:], "If-None-Match", `"no-such-tag"`)...)
 		if plain.Code != http.StatusOK || cond.Code != http.StatusOK {
 			t.Fatalf("GET %v: %d, conditional %d; want 200", c, plain.Code, cond.Code)
 		}
@@ -88,14 +88,14 @@ func TestMirrorOneWriteAnswersAsServeContent(t *testing.T) {
 			}
 			continue // pages have none
 		}
-		if r := get(c[0], append(c[1:], "If-None-Match", etag)...); r.Code != http.StatusNotModified {
+		if r := fetch(c[0], append(c[1:], "If-None-Match", etag)...); r.Code != http.StatusNotModified {
 			t.Errorf("GET %v with If-None-Match %s: %d, want 304", c, etag, r.Code)
 		}
 	}
-	if r := get("/"+id, "Accept", "text/html", "Accept-Encoding", "gzip"); r.Header().Get("Content-Encoding") != "gzip" {
+	if r := fetch("/"+id, "Accept", "text/html", "Accept-Encoding", "gzip"); r.Header().Get("Content-Encoding") != "gzip" {
 		t.Errorf("GET /%s: Content-Encoding %q, want the page stored gzipped", id, r.Header().Get("Content-Encoding"))
 	}
-	if r := get("/raw/"+id, "Range", "bytes=0-3"); r.Code != http.StatusPartialContent || r.Body.Len() != 4 {
+	if r := fetch("/raw/"+id, "Range", "bytes=0-3"); r.Code != http.StatusPartialContent || r.Body.Len() != 4 {
 		t.Errorf("GET /raw/%s with Range: %d with %d bytes, want 206 with 4", id, r.Code, r.Body.Len())
 	}
 }
