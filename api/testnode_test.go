@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/internal/freeport"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -32,17 +32,6 @@ type testNode struct {
 	URL    string
 }
 
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // testAdmin is the admin token of a test node whose Config gives none.
 const testAdmin = "test-admin-token"
 
@@ -60,7 +49,7 @@ func startNode(tb testing.TB, cfg Config) *testNode {
 	if cfg.AdminToken == "" {
 		cfg.AdminToken = testAdmin
 	}
-	tn := &testNode{id: "n1", dir: tb.TempDir(), raftAddr: freeAddr(tb), cfg: cfg}
+	tn := &testNode{id: "n1", dir: tb.TempDir(), raftAddr: freeport.Addr(tb), cfg: cfg}
 	tn.open(tb)
 	tb.Cleanup(tn.close)
 	return tn

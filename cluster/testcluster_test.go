@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +20,7 @@ import (
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode/internal/freeport"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -80,8 +78,8 @@ func newTestCluster(tb testing.TB, n int, opts clusterOptions) *testCluster {
 		tc.nodes = append(tc.nodes, &testNode{
 			id:         fmt.Sprintf("n%d", i),
 			dir:        tb.TempDir(),
-			raftAddr:   freeAddr(tb),
-			gossipAddr: freeAddr(tb),
+			raftAddr:   freeport.Addr(tb),
+			gossipAddr: freeport.Addr(tb),
 			expect:     n,
 			key:        tc.key,
 		})
@@ -122,8 +120,8 @@ func (tc *testCluster) add(id string, key []byte, seeds ...string) int {
 	tc.nodes = append(tc.nodes, &testNode{
 		id:         id,
 		dir:        tc.tb.TempDir(),
-		raftAddr:   freeAddr(tc.tb),
-		gossipAddr: freeAddr(tc.tb),
+		raftAddr:   freeport.Addr(tc.tb),
+		gossipAddr: freeport.Addr(tc.tb),
 		join:       seeds,
 		key:        key,
 	})
@@ -415,59 +413,6 @@ func randomKey(tb testing.TB) []byte {
 func randomID(tb testing.TB) string {
 	tb.Helper()
 	return hex.EncodeToString(randomKey(tb)[:8])
-}
-
-var (
-	portsMu sync.Mutex
-	ports   = map[int]bool{} // every port handed out in this process
-)
-
-// freeAddr returns a 127.0.0.1 address whose port is free for both TCP and
-// UDP (memberlist binds both) and was not handed out before in this
-// process. The port is drawn from below the kernel's ephemeral range: a
-// port from ":0" is free only until some outgoing connection of the
-// cluster itself takes it as its local port, and a node restarted on its
-// old address must still find it free.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	lo := ephemeralLow()
-	for range 1000 {
-		port := 10000 + mrand.IntN(lo-10000)
-		if ports[port] {
-			continue
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		ports[port] = true
-		return addr
-	}
-	tb.Fatal("no free port found")
-	return ""
-}
-
-// ephemeralLow returns the lowest port the kernel hands out for outgoing
-// connections: Linux's ip_local_port_range, else the IANA range's start.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 11000 {
-				return lo
-			}
-		}
-	}
-	return 49152
 }
 
 // logBuffer collects every node's log lines, to show when a test fails.

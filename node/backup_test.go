@@ -3,13 +3,13 @@ package node
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // openNodeAt opens a single-voter node of id on dir and addr and waits
@@ -17,16 +17,6 @@ import (
 func openNodeAt(t *testing.T, id, dir, addr string) *Node {
 	t.Helper()
 	return openNode(t, func(c *Config) { c.ID, c.DataDir, c.RaftAddr = id, dir, addr })
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // writeBackup writes n's backup to a file and returns its path.
@@ -80,7 +70,7 @@ func TestBackupRestoreKeepsEverything(t *testing.T) {
 		t.Errorf("restore for a node at 10.0.0.5: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "restored")
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	info, err := Restore(RestoreConfig{From: path, DataDir: dir, ID: "r1", AdvertiseAddr: addr})
 	if err != nil {
 		t.Fatalf("restore: %v", err)

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // openNode opens a single-voter node in a temporary dir, with the changes
 // to its Config, and waits until it is ready.
 func openNode(t *testing.T, changes ...func(*Config)) *Node {
 	t.Helper()
-	cfg := Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: freeAddr(t), BootstrapExpect: 1, TimeScale: 0.1}
+	cfg := Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: freeport.Addr(t), BootstrapExpect: 1, TimeScale: 0.1}
 	for _, c := range changes {
 		c(&cfg)
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // TestMetricsLive runs a node on loopback, drives every kind of request
@@ -80,9 +82,9 @@ func TestMetricsLive(t *testing.T) {
 // counts every write), and returns the base
 // URL and the /metrics text once the leader's autopilot has reported.
 func startMetricsNode(t *testing.T) (string, string) {
-	httpAddr := freeAddr(t)
+	httpAddr := freeport.Addr(t)
 	cfg, err := parseFlags([]string{"--node-id", "m1", "--data-dir", t.TempDir(),
-		"--http-addr", httpAddr, "--raft-addr", freeAddr(t), "--gossip-addr", freeAddr(t),
+		"--http-addr", httpAddr, "--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t),
 		"--rate-limit", "5", "--admin-token", "metrics-admin", "--raft-time-scale", "0.2"}, func(string) (string, bool) { return "", false }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +99,7 @@ func startMetricsNode(t *testing.T) (string, string) {
 		}
 	})
 	base := "http://" + httpAddr
-	poll(t, 20*time.Second, "ready", func() error {
-		if code, body, err := fetch(base + "/readyz"); err != nil || code != http.StatusOK {
-			return fmt.Errorf("%d %s %v", code, body, err)
-		}
-		return nil
-	})
+	waitReady(t, base, done)
 
 	plain := send(t, http.MethodPost, base+"/", "kept", http.StatusCreated)
 	burn := send(t, http.MethodPost, base+"/", "burnt", http.StatusCreated, "X-Paste-Burn", "true")

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/freeport"
 	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -119,16 +119,6 @@ func writeArchive(t *testing.T, dir, suffix string, ids ...string) string {
 	return out.Name()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // fetch answers GET url with the status and body, or an error.
 func fetch(url string, headers ...string) (int, string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
@@ -163,6 +153,26 @@ func poll(t *testing.T, timeout time.Duration, what string, check func() error) 
 	}
 }
 
+// waitReady polls base's /readyz until it answers 200. If serve returns
+// first (done), the test fails at once with serve's error rather than
+// after the timeout with a refused connection; the error goes back into
+// done for the caller's cleanup.
+func waitReady(t *testing.T, base string, done chan error) {
+	t.Helper()
+	poll(t, 20*time.Second, "ready", func() error {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("serve returned before it was ready: %v", err)
+		default:
+		}
+		if code, body, err := fetch(base + "/readyz"); err != nil || code != http.StatusOK {
+			return fmt.Errorf("%d %s %v", code, body, err)
+		}
+		return nil
+	})
+}
+
 // TestRunMirror runs `pastenode mirror` as main does and replaces its file
 // while it serves.
 func TestRunMirror(t *testing.T) {
@@ -171,7 +181,7 @@ func TestRunMirror(t *testing.T) {
 	if err := os.Rename(writeArchive(t, dir, " in A", "alpha"), path); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	base := "http://" + addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -237,7 +247,7 @@ func TestRunMirror(t *testing.T) {
 func TestRunMirrorBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.cdb")
 	os.WriteFile(path, []byte(strings.Repeat("x", 4096)), 0o644)
-	err := run(context.Background(), []string{"mirror", "--cdb", path, "--http-addr", freeAddr(t)}, io.Discard)
+	err := run(context.Background(), []string{"mirror", "--cdb", path, "--http-addr", freeport.Addr(t)}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "kawipiko") && !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("run on a bad file: got %v, want an error that names the problem", err)
 	}

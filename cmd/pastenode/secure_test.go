@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pastenode/pastenode/internal/freeport"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -82,8 +83,8 @@ func noEnv(string) (string, bool) { return "", false }
 
 func TestInsecureClusterWarnsAtEveryStart(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeAddr(t), "--raft-addr", freeAddr(t),
-		"--gossip-addr", freeAddr(t), "--insecure-cluster", "--raft-time-scale", "0.1"}
+	args := []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeport.Addr(t), "--raft-addr", freeport.Addr(t),
+		"--gossip-addr", freeport.Addr(t), "--insecure-cluster", "--raft-time-scale", "0.1"}
 	for start := range 2 {
 		var logs lockedBuffer
 		ctx, cancel := context.WithCancel(context.Background())
@@ -113,8 +114,8 @@ func TestRunRefusesADamagedRaftDB(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Repeat([]byte{0xee}, 8192), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := run(context.Background(), []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeAddr(t),
-		"--raft-addr", freeAddr(t), "--gossip-addr", freeAddr(t)}, io.Discard)
+	err := run(context.Background(), []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeport.Addr(t),
+		"--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t)}, io.Discard)
 	var ue usageError
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "Way out") {
 		t.Fatalf("run on a damaged raft.db: %v; want an error (exit 1) naming %s and the way out", err, path)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // TestAdminTokenGenerated: a node without --admin-token makes one on its
@@ -27,11 +28,11 @@ func TestAdminTokenGenerated(t *testing.T) {
 	var logs bytes.Buffer
 	token := ""
 	// Raft keeps its address in its configuration: the same on restart.
-	raftAddr := freeAddr(t)
+	raftAddr := freeport.Addr(t)
 	for start := range 2 {
-		httpAddr := freeAddr(t)
+		httpAddr := freeport.Addr(t)
 		cfg, err := parseFlags([]string{"--node-id", "a1", "--data-dir", dir, "--http-addr", httpAddr,
-			"--raft-addr", raftAddr, "--gossip-addr", freeAddr(t), "--raft-time-scale", "0.2"},
+			"--raft-addr", raftAddr, "--gossip-addr", freeport.Addr(t), "--raft-time-scale", "0.2"},
 			func(string) (string, bool) { return "", false }, io.Discard)
 		if err != nil {
 			t.Fatal(err)
@@ -47,12 +48,7 @@ func TestAdminTokenGenerated(t *testing.T) {
 			}
 		})
 		base := "http://" + httpAddr
-		poll(t, 20*time.Second, "ready", func() error {
-			if code, body, err := fetch(base + "/readyz"); err != nil || code != http.StatusOK {
-				return fmt.Errorf("%d %s %v", code, body, err)
-			}
-			return nil
-		})
+		waitReady(t, base, done)
 		path := filepath.Join(dir, "admin-token")
 		st, err := os.Stat(path)
 		if err != nil {

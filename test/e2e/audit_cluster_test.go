@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // rawInternal sends one internal HTTP call to a node's Raft port the way a
@@ -77,8 +79,8 @@ func TestAuditClusterPlane(t *testing.T) {
 	})
 	t.Run("beyond loopback without a key", func(t *testing.T) {
 		dir := t.TempDir()
-		r := run(t, "pastenode", nil, nil, "--node-id", "x", "--data-dir", dir, "--http-addr", freeAddr(t),
-			"--raft-addr", "0.0.0.0:"+portOf(freeAddr(t)), "--advertise-host", "127.0.0.1", "--gossip-addr", freeAddr(t))
+		r := run(t, "pastenode", nil, nil, "--node-id", "x", "--data-dir", dir, "--http-addr", freeport.Addr(t),
+			"--raft-addr", "0.0.0.0:"+portOf(freeport.Addr(t)), "--advertise-host", "127.0.0.1", "--gossip-addr", freeport.Addr(t))
 		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "pastenode keygen") {
 			t.Fatalf("got exit %d, stderr %q; want exit 2 and one line saying how to make a key", r.code, r.stderr)
 		}
@@ -107,7 +109,7 @@ func TestAuditClusterPlane(t *testing.T) {
 		if err := os.Truncate(db, used-4096); err != nil {
 			t.Fatal(err)
 		}
-		r := run(t, "pastenode", nil, nil, "--node-id", p.id, "--data-dir", p.dataDir, "--http-addr", freeAddr(t),
+		r := run(t, "pastenode", nil, nil, "--node-id", p.id, "--data-dir", p.dataDir, "--http-addr", freeport.Addr(t),
 			"--raft-addr", p.raftAddr, "--gossip-addr", p.gossip)
 		if r.code != 1 || !strings.Contains(r.stderr, db) || strings.Contains(r.stderr, "goroutine ") {
 			t.Fatalf("start on a truncated raft.db: exit %d, stderr:\n%s\nwant exit 1 and an error naming %s", r.code, r.stderr, db)

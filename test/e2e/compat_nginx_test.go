@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // TestBasePathBehindNginx serves a node under --base-path /paste behind
@@ -28,7 +30,7 @@ func TestBasePathBehindNginx(t *testing.T) {
 	p.waitOK("/paste/readyz")
 
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	// One process in the foreground, so that stopping it leaves no
 	// worker behind.
 	conf := fmt.Sprintf(`daemon off;

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 var client = &http.Client{
@@ -310,7 +312,7 @@ func TestPastectl(t *testing.T) {
 			t.Errorf("%s: got exit %d stdout %q stderr %q, want exit %d and %q", tt.name, r.code, r.stdout, r.stderr, tt.want, tt.out)
 		}
 	}
-	if r := pastectl(t, "http://"+freeAddr(t), nil, "health"); r.code != 1 {
+	if r := pastectl(t, "http://"+freeport.Addr(t), nil, "health"); r.code != 1 {
 		t.Errorf("health of a stopped node: got exit %d, want 1", r.code)
 	}
 }
@@ -369,8 +371,8 @@ func TestBadFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{
-				"--data-dir", t.TempDir(), "--http-addr", freeAddr(t),
-				"--raft-addr", freeAddr(t), "--gossip-addr", freeAddr(t),
+				"--data-dir", t.TempDir(), "--http-addr", freeport.Addr(t),
+				"--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t),
 			}, tt.args...)
 			r := run(t, "pastenode", nil, tt.env, args...)
 			if r.code != 2 {
@@ -394,7 +396,7 @@ func TestHTTPAddrEnvironment(t *testing.T) {
 	})
 	t.Run("flag wins", func(t *testing.T) {
 		t.Parallel()
-		envAddr := freeAddr(t)
+		envAddr := freeport.Addr(t)
 		n := newProc(t)
 		n.env = []string{"PASTE_HTTP_ADDR=" + envAddr}
 		n.start()

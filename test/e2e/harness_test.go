@@ -9,18 +9,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // binDir holds the binaries TestMain built; empty in -short mode.
@@ -72,67 +70,6 @@ func cleanEnv(extra ...string) []string {
 		}
 	}
 	return append(env, extra...)
-}
-
-// freeAddr returns a loopback address with a port nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// stablePorts are the ports stableAddr handed out in this test binary.
-var stablePorts = struct {
-	sync.Mutex
-	used map[int]bool
-}{used: map[int]bool{}}
-
-// stableAddr returns a loopback address whose port is free for both TCP and
-// UDP (memberlist binds both) and lies below the kernel's ephemeral range,
-// so that while its node is down for a restart, no outgoing connection and
-// no ":0" listener can take it. Each port is handed out once per test
-// binary.
-func stableAddr(t *testing.T) string {
-	t.Helper()
-	low := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil {
-				low = n
-			}
-		}
-	}
-	from := max(10000, low-15000)
-	if low <= from {
-		t.Fatalf("the ephemeral port range starts at %d: no room below it", low)
-	}
-	stablePorts.Lock()
-	defer stablePorts.Unlock()
-	for range 1000 {
-		port := from + mathrand.IntN(low-from)
-		if stablePorts.used[port] {
-			continue
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		stablePorts.used[port] = true
-		return addr
-	}
-	t.Fatalf("no loopback port in [%d, %d) free for both TCP and UDP", from, low)
-	return ""
 }
 
 // eventually polls cond until it returns nil, and fails the test with cond's
@@ -192,9 +129,9 @@ func newProc(t *testing.T, args ...string) *proc {
 		t:        t,
 		id:       "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())),
 		dataDir:  filepath.Join(dir, "data"),
-		httpAddr: stableAddr(t),
-		raftAddr: stableAddr(t),
-		gossip:   stableAddr(t),
+		httpAddr: freeport.Addr(t),
+		raftAddr: freeport.Addr(t),
+		gossip:   freeport.Addr(t),
 		args:     args,
 		logPath:  filepath.Join(dir, "pastenode.log"),
 	}

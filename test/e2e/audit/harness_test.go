@@ -12,16 +12,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // binDir holds the pastenode binary TestMain built; empty in -short mode.
@@ -52,41 +52,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// handedOut are the addresses freeAddr returned in this test binary: the
-// kernel may offer a port again once it is closed, before the node it was
-// given to binds it, and two nodes then want the same port.
-var handedOut = struct {
-	sync.Mutex
-	addrs map[string]bool
-}{addrs: map[string]bool{}}
-
-// freeAddr returns a loopback address with a port nothing listens on now,
-// free for both TCP and UDP (gossip binds both), and not handed out before.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		pc, err := net.ListenPacket("udp", addr)
-		ln.Close()
-		if err == nil {
-			pc.Close()
-			if handedOut.addrs[addr] {
-				continue
-			}
-			handedOut.addrs[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("no free loopback port")
-	return ""
-}
-
 // node is one pastenode process; its data dir and addresses stay the same
 // across restarts.
 type node struct {
@@ -106,7 +71,7 @@ func newNode(t *testing.T, id string, args ...string) *node {
 	}
 	dir := t.TempDir()
 	n := &node{t: t, id: id, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "log"),
-		httpAddr: freeAddr(t), raftAddr: freeAddr(t), goss: freeAddr(t), args: args}
+		httpAddr: freeport.Addr(t), raftAddr: freeport.Addr(t), goss: freeport.Addr(t), args: args}
 	n.URL = "http://" + n.httpAddr
 	t.Cleanup(func() {
 		if t.Failed() {
