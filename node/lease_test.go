@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/freeport"
 )
 
 // testLease is the read lease of the in-process clusters: short, so that
@@ -27,13 +27,7 @@ func openCluster(t testing.TB, size int, changes ...func(*Config)) []*Node {
 	nodes := make([]*Node, size)
 	servers := make([]raft.Server, size)
 	for i := range nodes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		cfg := Config{ID: fmt.Sprintf("n%d", i+1), DataDir: t.TempDir(), RaftAddr: addr, TimeScale: 0.25, ReadLease: testLease}
+		cfg := Config{ID: fmt.Sprintf("n%d", i+1), DataDir: t.TempDir(), RaftAddr: freeport.Addr(t), TimeScale: 0.25, ReadLease: testLease}
 		for _, c := range changes {
 			c(&cfg)
 		}
