@@ -32,10 +32,11 @@ const (
 	// less CPU per command (3-node cluster, wrk -c64 on a follower: 285 µs
 	// of CPU per create with 1 call, 300 µs with 2, 330-400 µs with 4);
 	// but with one call the leader's log append, the followers' and the
-	// reply run one after another, and the cores can idle in between. On the
-	// 2026-12-03 machine (make bench's creates rows, four runs each,
-	// alternated): 3.8k creates/s with one call, 4.1k with a second once
-	// 24 pile up, for 298 and 315 µs of CPU per create (medians).
+	// reply run one after another, and the cores can idle in between. On
+	// the morning's machine of 2026-12-03 (bench/compare -only creates,
+	// four runs each, alternated): 3.8k creates/s with one call, 4.1k with
+	// a second once 24 pile up, for 298 and 315 µs of CPU per create
+	// (medians); on that afternoon's, three runs each measured alike.
 	maxForwardCalls = 2
 	// pileUp is how many commands waiting behind a call in flight start a
 	// second one. 24 and 40 measured alike in a scratch build of
