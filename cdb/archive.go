@@ -3,6 +3,7 @@ package cdb
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -62,6 +63,7 @@ func OpenArchive(path string) (*Archive, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer releaseOnPanic(func() { r.Close() })
 	a, err := newArchive(r)
 	if err != nil {
 		r.Close()
@@ -92,6 +94,10 @@ func newArchive(r *Reader) (*Archive, error) {
 	}
 	return &Archive{r: r}, nil
 }
+
+// Info describes the file that OpenArchive mapped, as it was when mapped:
+// nil for an archive held in memory.
+func (a *Archive) Info() os.FileInfo { return a.r.Info() }
 
 // Close releases the archive's memory mapping.
 func (a *Archive) Close() error {

@@ -19,6 +19,7 @@ type Reader struct {
 	tables [256]table
 	end    uint64             // end of the record area: the first hash table
 	unmap  func([]byte) error // releases data; nil when the caller owns it
+	info   os.FileInfo        // of the file mapped; nil for bytes in memory
 }
 
 // table locates one of the 256 hash tables.
@@ -47,16 +48,36 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cdb: map %s: %w", path, err)
 	}
-	r, err := NewReader(data)
-	if err != nil {
+	release := func() {
 		if unmap != nil {
 			unmap(data)
 		}
+	}
+	defer releaseOnPanic(release)
+	r, err := NewReader(data)
+	if err != nil {
+		release()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.unmap = unmap
+	r.unmap, r.info = unmap, fi
 	return r, nil
 }
+
+// releaseOnPanic, deferred, runs release if the function that deferred it
+// panics, and lets the panic go on. A file cut short after it was mapped
+// faults on the first read beyond its new end; where the caller turned
+// such faults into panics (debug.SetPanicOnFault), as the mirror does,
+// the mapping is released before the panic reaches it.
+func releaseOnPanic(release func()) {
+	if e := recover(); e != nil {
+		release()
+		panic(e)
+	}
+}
+
+// Info describes the file that Open mapped, as it was when mapped: nil
+// for a Reader over bytes in memory.
+func (r *Reader) Info() os.FileInfo { return r.info }
 
 // NewReader returns a Reader over a complete CDB file held in b. The
 // Reader keeps b, and the slices it returns point into it; b must not be

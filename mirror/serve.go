@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +18,47 @@ import (
 // ServeHTTP serves one request from the current archive.
 func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &ui.StatusRecorder{ResponseWriter: w}
+	// The archive is a memory mapping of its file: a read of a page that
+	// the file no longer has (cut short in place) faults, and the runtime
+	// would end the process. Here the fault panics instead (see faulted).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer m.faulted(rec, r)
 	route := m.serve(rec, r)
 	m.metrics.count(route, rec.Code())
 }
+
+// faulted, deferred by ServeHTTP, ends a request whose read of the
+// archive's mapping faulted: with a 503 if nothing was sent yet, else by
+// cutting the connection, since what was sent may not be the archive's.
+// The watcher stops serving a file changed in place within its poll
+// interval (see checkInPlace). Any other panic goes on.
+func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
+	e := recover()
+	if e == nil {
+		return
+	}
+	if !isFault(e) {
+		panic(e)
+	}
+	route, _ := mirrorRoute(r.URL.Path, ui.WantsHTML(r))
+	m.metrics.count(route, http.StatusServiceUnavailable)
+	if w.Sent() {
+		panic(http.ErrAbortHandler)
+	}
+	clear(w.Header()) // the headers of the answer that failed
+	m.fail(w, r, nil, http.StatusServiceUnavailable, errChanged)
+}
+
+// isFault reports whether e, recovered, is a fault on memory that
+// debug.SetPanicOnFault turned into a panic (a nil dereference is not).
+func isFault(e any) bool {
+	_, ok := e.(interface{ Addr() uintptr })
+	return ok
+}
+
+// errChanged is the reason given for a 503 while the archive's file is
+// changed in place.
+const errChanged = "the mirror's archive file changed in place; try again shortly"
 
 // serve answers r and returns its route name for the metrics.
 func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
@@ -48,6 +87,10 @@ func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
 		return route
 	}
 	defer a.release(m.log)
+	if a.changed.Load() {
+		m.fail(w, r, nil, http.StatusServiceUnavailable, errChanged)
+		return route
+	}
 	if route == "index" && !html {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Add("Vary", "Accept")

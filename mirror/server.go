@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,11 +166,38 @@ func (m *Server) watch(ctx context.Context, last os.FileInfo) {
 			continue
 		}
 		statErr = ""
-		if os.SameFile(fi, last) && fi.Size() == last.Size() && fi.ModTime().Equal(last.ModTime()) {
+		if sameFile(fi, last) {
 			continue
 		}
 		last = fi
+		m.checkInPlace(fi)
 		m.reload()
+	}
+}
+
+// sameFile reports whether a and b describe the same file, unchanged.
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+// checkInPlace stops serving the current archive when fi, the file at the
+// archive's path now, is the file it maps but changed since: written in
+// place (cp, or a shell's > redirect) rather than renamed over it. The
+// mapping then shows the new file's bytes at the old one's offsets, or
+// faults beyond its new end, and answers from it could carry another
+// paste's bytes. Until a sound file loads, requests get a 503.
+func (m *Server) checkInPlace(fi os.FileInfo) {
+	a := m.acquire()
+	if a == nil {
+		return
+	}
+	defer a.release(m.log)
+	if was := a.a.Info(); was == nil || !os.SameFile(fi, was) || sameFile(fi, was) {
+		return
+	}
+	if !a.changed.Swap(true) {
+		m.log.Error("archive file changed in place; answering 503 until a sound file loads (replace the file by rename, as pastectl export and rsync do)",
+			"path", m.cfg.Path)
 	}
 }
 
@@ -214,12 +242,31 @@ type mirrorArchive struct {
 	pastes int
 	refs   atomic.Int64
 	cache  preparedCache
+	// changed is set once the file a maps was found changed in place
+	// (Server.checkInPlace): nothing is served from it from then on.
+	changed atomic.Bool
 }
 
 // openMirrorArchive opens the archive at path and checks that it can be
-// served: the schema is right and the path index reads.
-func openMirrorArchive(path string) (*mirrorArchive, error) {
-	a, err := cdb.OpenArchive(path)
+// served: the schema is right and the path index reads. A file cut short
+// while it is read is an error too, not a fault that ends the process.
+func openMirrorArchive(path string) (ma *mirrorArchive, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	var a *cdb.Archive
+	defer func() {
+		e := recover()
+		if e == nil {
+			return
+		}
+		if !isFault(e) {
+			panic(e)
+		}
+		if a != nil {
+			a.Close()
+		}
+		ma, err = nil, fmt.Errorf("%s changed while being read: %v", path, e)
+	}()
+	a, err = cdb.OpenArchive(path)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +275,7 @@ func openMirrorArchive(path string) (*mirrorArchive, error) {
 		a.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	ma := &mirrorArchive{a: a}
+	ma = &mirrorArchive{a: a}
 	for _, p := range paths {
 		if strings.HasPrefix(p, "/raw/") {
 			ma.pastes++

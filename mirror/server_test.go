@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,5 +288,100 @@ func TestMirrorStartErrors(t *testing.T) {
 	}
 	if _, err := New(Config{}); err == nil {
 		t.Error("NewMirror without a path: no error")
+	}
+}
+
+// fetch sends GET target to the server at base and returns the answer's
+// code and body, or the error of a request cut off.
+func fetch(base, target string) (int, string, error) {
+	resp, err := http.Get(base + target)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// TestMirrorFaultOnTruncatedFile checks that a read of the archive's
+// mapping beyond the end of a file cut short in place, which faults, costs
+// that request a 503 and not the process. The watcher is idle here, so
+// the reads do fault.
+func TestMirrorFaultOnTruncatedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mirror.cdb")
+	replaceFile(t, path, exportBytes(t, strings.Repeat(" in A", 2000), "alpha", "beta"))
+	m := startMirror(t, Config{Path: path, Poll: time.Hour})
+	ts := httptest.NewServer(m.Handler())
+	defer ts.Close()
+	if code, _, err := fetch(ts.URL, "/raw/alpha"); code != http.StatusOK {
+		t.Fatalf("/raw/alpha before: %d %v", code, err)
+	}
+
+	if err := os.Truncate(path, 4096); err != nil {
+		t.Fatal(err)
+	}
+	// beta was never served: its lookup reads the hash tables, past the
+	// new end, before anything is sent.
+	code, body, err := fetch(ts.URL, "/raw/beta")
+	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "changed in place") {
+		t.Errorf("/raw/beta after the cut: got %d %q %v, want 503 saying the file changed in place", code, body, err)
+	}
+	// alpha's answer was worked out before: it is cut off or a 503.
+	if code, _, err := fetch(ts.URL, "/raw/alpha"); err == nil && code != http.StatusServiceUnavailable {
+		t.Errorf("/raw/alpha after the cut: got %d, want a 503 or a cut connection", code)
+	}
+	if code, _, err := fetch(ts.URL, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz after the faults: %d %v", code, err)
+	}
+}
+
+// TestMirrorFileChangedInPlace checks that the watcher stops serving an
+// archive whose file is written in place, answers 503 while what is there
+// is not a sound archive, and serves the new file once it is.
+func TestMirrorFileChangedInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mirror.cdb")
+	replaceFile(t, path, exportBytes(t, " in A", "alpha"))
+	var logs lockedBuffer
+	m := startMirror(t, Config{Path: path, Poll: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h := m.Handler()
+	if err := wantRaw(h, "alpha", 200, "alpha in A"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A shell's > redirect: the same inode, cut to nothing, then written.
+	inPlace := func(data []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || !os.SameFile(fi, before) {
+			t.Fatalf("the file was not written in place: %v", err)
+		}
+	}
+	inPlace([]byte("half an archive"))
+	// Until the watcher sees the change, a read may fault and be cut off.
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	waitFor(t, 2*time.Second, "503 for the file changed in place", func() error {
+		if code, body, err := fetch(ts.URL, "/raw/alpha"); code != http.StatusServiceUnavailable {
+			return fmt.Errorf("got %d %q %v", code, body, err)
+		}
+		return nil
+	})
+	if got := get(h, http.MethodGet, "/raw/alpha"); !strings.Contains(got.Body.String(), "changed in place") || got.Header().Get("Retry-After") == "" {
+		t.Errorf("503 while changed: body %q, Retry-After %q", got.Body, got.Header().Get("Retry-After"))
+	}
+	if !strings.Contains(logs.String(), "archive file changed in place") {
+		t.Errorf("nothing logged about the change:\n%s", logs.String())
+	}
+
+	inPlace(exportBytes(t, " in B", "beta"))
+	waitFor(t, 2*time.Second, "B served", func() error { return wantRaw(h, "beta", 200, "beta in B") })
+	if err := wantRaw(h, "alpha", 404, ""); err != nil {
+		t.Error(err)
 	}
 }

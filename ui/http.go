@@ -223,6 +223,10 @@ func (r *StatusRecorder) ReadFrom(src io.Reader) (int64, error) {
 // Unwrap returns the ResponseWriter underneath, for http.ResponseController.
 func (r *StatusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// Sent reports whether a final status code, and so possibly some of the
+// answer, went out through r.
+func (r *StatusRecorder) Sent() bool { return r.code != 0 }
+
 // Code returns the status code sent: 200 if the handler sent none, as
 // net/http then does.
 func (r *StatusRecorder) Code() int {
