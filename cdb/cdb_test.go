@@ -245,6 +245,16 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRecords(t, r, records, "c")
+	// Info is the file mapped, which the mirror compares with the file at
+	// its path to tell one written in place; a Reader over bytes has none.
+	if fi, err := os.Stat(path); err != nil || r.Info() == nil || !os.SameFile(r.Info(), fi) || r.Info().Size() != fi.Size() {
+		t.Errorf("Info: %v, want the file at %s (%v)", r.Info(), path, err)
+	}
+	if b, err := os.ReadFile(path); err != nil {
+		t.Error(err)
+	} else if inMemory, err := NewReader(b); err != nil || inMemory.Info() != nil {
+		t.Errorf("NewReader: %v, Info %v; want no Info", err, inMemory)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
