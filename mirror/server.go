@@ -207,6 +207,13 @@ func (m *Server) reload() {
 	a, err := openMirrorArchive(m.cfg.Path)
 	if err != nil {
 		m.metrics.reloads.WithLabelValues("error").Inc()
+		if cur := m.cur.Load(); cur != nil && cur.changed.Load() {
+			// Most likely a copy still being written: checkInPlace has
+			// said what happens, and this repeats at every poll until
+			// the copy ends.
+			m.log.Warn("archive file written in place is not a sound archive yet; still answering 503", "path", m.cfg.Path, "err", err)
+			return
+		}
 		m.log.Error("new archive rejected; serving the previous one", "path", m.cfg.Path, "err", err)
 		return
 	}
