@@ -252,8 +252,10 @@ func TestOpen(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil {
 		t.Error(err)
-	} else if inMemory, err := NewReader(b); err != nil || inMemory.Info() != nil {
-		t.Errorf("NewReader: %v, Info %v; want no Info", err, inMemory)
+	} else if inMemory, err := NewReader(b); err != nil {
+		t.Error(err)
+	} else if inMemory.Info() != nil {
+		t.Errorf("NewReader: Info %v, want none", inMemory.Info())
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

@@ -28,10 +28,11 @@ func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // faulted, deferred by ServeHTTP, ends a request whose read of the
-// archive's mapping faulted: with a 503 if nothing was sent yet, else by
-// cutting the connection, since what was sent may not be the archive's.
-// The watcher stops serving a file changed in place within its poll
-// interval (see checkInPlace). Any other panic goes on.
+// archive's mapping faulted (a file cut short in place, or a read error
+// of the disk): with a 503 if nothing was written yet, else by cutting
+// the connection, as the answer is already under way. The watcher stops
+// serving a file changed in place within its poll interval (see
+// checkInPlace). Any other panic goes on.
 func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
 	e := recover()
 	if e == nil {
@@ -46,7 +47,8 @@ func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	clear(w.Header()) // the headers of the answer that failed
-	m.fail(w, r, nil, http.StatusServiceUnavailable, errChanged)
+	m.fail(w, r, nil, http.StatusServiceUnavailable,
+		"the mirror could not read its archive file (cut short or changed in place?); try again shortly")
 }
 
 // isFault reports whether e, recovered, is a fault on memory that

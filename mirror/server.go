@@ -31,9 +31,10 @@ import (
 // Config configures a Server.
 type Config struct {
 	// Path is the archive, as WriteExport writes it. A file renamed over
-	// it replaces the archive served, once it opens and reads correctly;
-	// the file served written in place is not served from then on, and
-	// requests get a 503 until a sound file is there (checkInPlace).
+	// it replaces the archive served, once it opens and reads correctly.
+	// Once the watcher sees the file served written in place, nothing is
+	// served from it, and requests get a 503 until a sound file is there
+	// (checkInPlace).
 	Path   string
 	Logger *slog.Logger
 	// Poll is how often Path is checked for a new file; 0 means 200ms.

@@ -223,8 +223,8 @@ func (r *StatusRecorder) ReadFrom(src io.Reader) (int64, error) {
 // Unwrap returns the ResponseWriter underneath, for http.ResponseController.
 func (r *StatusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// Sent reports whether a final status code, and so possibly some of the
-// answer, went out through r.
+// Sent reports whether r was given a final status code or body bytes: the
+// answer is under way, and a handler can no longer send another.
 func (r *StatusRecorder) Sent() bool { return r.code != 0 }
 
 // Code returns the status code sent: 200 if the handler sent none, as
