@@ -2,12 +2,15 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestAdviseHuge: the advice reaches the kernel, and is taken back.
@@ -40,6 +43,48 @@ func TestNoHugePagesWhereTheyDoNotPay(t *testing.T) {
 	if flags := vmFlags(t, b); strings.Contains(flags, " hg ") {
 		t.Errorf("advised where huge pages do not pay: VmFlags%s", flags)
 	}
+}
+
+// TestPopulate: after populate, every whole page of a slab that no write
+// has touched yet is resident, and its bytes are as they were.
+func TestPopulate(t *testing.T) {
+	b := make([]byte, slabSize) // large: fresh pages from the kernel, or zeroed ones
+	page := b[pageAligned(b):]
+	page = page[:len(page)&^(4<<10-1)]
+	if resident(t, page) == len(page)>>12 {
+		t.Skip("the heap handed out pages already resident: nothing to show")
+	}
+	populate(b)
+	if got, want := resident(t, page), len(page)>>12; got != want {
+		if err := unix.Madvise(page, unix.MADV_POPULATE_WRITE); err != nil {
+			t.Skip("this kernel does not populate on advice:", err)
+		}
+		t.Fatalf("populated: %d of %d pages resident", got, want)
+	}
+	if !bytes.Equal(b, make([]byte, slabSize)) {
+		t.Error("populate changed the slab's bytes")
+	}
+}
+
+// pageAligned is the offset of the first 4 KiB page boundary in b.
+func pageAligned(b []byte) int {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return int((base+4<<10-1)&^(4<<10-1) - base)
+}
+
+// resident counts the pages of page-aligned b that are in memory.
+func resident(t *testing.T, b []byte) int {
+	t.Helper()
+	vec := make([]byte, (len(b)+4<<10-1)>>12)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if errno != 0 {
+		t.Skip("mincore:", errno)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
 }
 
 func TestFreePagesReported(t *testing.T) {

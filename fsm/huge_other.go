@@ -2,5 +2,6 @@
 
 package fsm
 
-// adviseHuge does nothing where transparent huge pages are unknown.
-func adviseHuge([]byte, bool) {}
+// adviseFill does nothing where neither transparent huge pages nor
+// populating advice are known.
+func adviseFill([]byte, bool) {}

@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestRestoreAdvisesHugePages: the slabs a restore fills get huge pages
-// while it fills them, and the advice is taken back when it ends; the
-// slabs that applies fill afterwards get none.
+// TestRestoreAdvisesHugePages: the slabs a restore fills get adviseFill's
+// advice (huge pages, populated) while it fills them, and the advice is
+// taken back when it ends; the slabs that applies fill afterwards get
+// none.
 func TestRestoreAdvisesHugePages(t *testing.T) {
 	type call struct {
 		buf *byte
@@ -18,7 +19,7 @@ func TestRestoreAdvisesHugePages(t *testing.T) {
 	}
 	var calls []call
 	adviseSlab = func(b []byte, on bool) { calls = append(calls, call{&b[0], on}) }
-	t.Cleanup(func() { adviseSlab = adviseHuge })
+	t.Cleanup(func() { adviseSlab = adviseFill })
 
 	l := newLog(t)
 	big := strings.Repeat("b", largeRecord-1024)
