@@ -145,7 +145,7 @@ func (b *bench) rssRow(n *pnode) (row, error) {
 }
 
 // restartRuns is how many restarts the restart row takes the median of:
-// one restart of the same build took 0.45 s and the next 0.69 s here.
+// restarts of one build took 0.45 s to 0.69 s here.
 const restartRuns = 3
 
 // restartRow stops the node with SIGTERM, starts it again and times until
