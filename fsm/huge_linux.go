@@ -32,10 +32,10 @@ func adviseHuge(b []byte, on bool) {
 // with on false, takes back the huge page advice it gave: huge pages where
 // they pay (adviseHuge), then every page of b made resident in one call
 // (MADV_POPULATE_WRITE) rather than by a fault at the first write to each.
-// On a virtual machine a fault costs the most there: 32 slabs took 340-400
-// ms to fill by faults and 170-200 ms populated first, on a Firecracker
-// machine with free page reporting (2026-12-03, BENCHMARKS.md). A kernel
-// before 5.14 refuses the advice, and the faults happen as before.
+// Faults cost most on a virtual machine: on a Firecracker one with free
+// page reporting, 32 slabs took 340-400 ms to fill by faults and 170-200
+// ms populated first (2026-12-03, BENCHMARKS.md). A kernel before 5.14
+// refuses the advice, and the faults happen as before.
 func adviseFill(b []byte, on bool) {
 	adviseHuge(b, on)
 	if on {

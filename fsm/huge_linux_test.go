@@ -46,7 +46,7 @@ func TestNoHugePagesWhereTheyDoNotPay(t *testing.T) {
 }
 
 // TestPopulate: after populate, every whole page of a slab that no write
-// has touched yet is resident, and its bytes are as they were.
+// has touched yet is resident, and the slab is still all zeros.
 func TestPopulate(t *testing.T) {
 	b := make([]byte, slabSize) // large: fresh pages from the kernel, or zeroed ones
 	page := b[pageAligned(b):]
