@@ -37,7 +37,8 @@ const (
 	// four runs each, alternated): 3.8k creates/s with one call, 4.1k with
 	// a second once 24 pile up, for 298 and 315 µs of CPU per create
 	// (medians); on that afternoon's, three runs each measured alike, and
-	// so did a third call against two on the evening's (BENCHMARKS.md).
+	// so did a third call against two on the AMD EPYC from 13:24
+	// (BENCHMARKS.md).
 	maxForwardCalls = 2
 	// pileUp is how many commands waiting behind a call in flight start a
 	// second one. 24 and 40 measured alike in a scratch build of
