@@ -32,7 +32,8 @@ func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // of the disk): with a 503 if nothing was written yet, else by cutting
 // the connection, as the answer is already under way. The watcher stops
 // serving a file changed in place within its poll interval (see
-// checkInPlace). Any other panic goes on.
+// checkInPlace). Either way the metrics count the request as a 503. Any
+// other panic goes on.
 func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
 	e := recover()
 	if e == nil {
