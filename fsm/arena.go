@@ -88,9 +88,9 @@ func (r ref) record() []byte { return r.s.buf[r.off : r.off+r.n : r.off+r.n] }
 type arena struct {
 	cur    *slab
 	sparse []*slab // at least half garbage, to be compacted
-	// advised are the slabs given huge pages and populated (adviseFill)
-	// while a restore fills them at once, until it ends (hugeSlabs); nil:
-	// slabs get neither.
+	// advised are the slabs that adviseFill prepared (huge pages where
+	// they pay, then populated) while a restore fills them at once, until
+	// it ends (hugeSlabs); nil: slabs get no advice.
 	// Not the slabs that writes fill a record at a time: a huge page may
 	// cost the kernel a compaction of memory at the fault, a stall the Go
 	// runtime stopped risking for the same reason (Go 1.21.1), which a
@@ -102,9 +102,10 @@ type arena struct {
 // adviseSlab is adviseFill, or what a test records instead.
 var adviseSlab = adviseFill
 
-// hugeSlabs gives the slabs allocated from now on huge pages and makes
-// them resident (adviseFill), or, with on false, ends that and takes back
-// the huge page advice given: what is resident stays as it is.
+// hugeSlabs has adviseFill prepare the slabs allocated from now on (huge
+// pages where they pay, then every page made resident), or, with on
+// false, ends that and takes back the huge page advice given: what is
+// resident stays as it is.
 func (a *arena) hugeSlabs(on bool) {
 	if on {
 		a.advised = make([][]byte, 0, 8)

@@ -46,29 +46,32 @@ func adviseFill(b []byte, on bool) {
 // populate makes the whole pages within b resident and writable, their
 // bytes as they are.
 func populate(b []byte) {
-	const page = 4 << 10
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start := (base + page - 1) &^ (page - 1)
-	end := (base + uintptr(len(b))) &^ (page - 1)
-	if end <= start {
-		return
+	if pages := wholePages(b, 4<<10); pages != nil {
+		_ = unix.Madvise(pages, unix.MADV_POPULATE_WRITE)
 	}
-	_ = unix.Madvise(b[start-base:end-base], unix.MADV_POPULATE_WRITE)
 }
 
 // madviseHuge gives the advice of adviseHuge.
 func madviseHuge(b []byte, on bool) {
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	start := (base + hugePage - 1) &^ (hugePage - 1)
-	end := (base + uintptr(len(b))) &^ (hugePage - 1)
-	if end <= start {
-		return
-	}
 	advice := unix.MADV_NOHUGEPAGE
 	if on {
 		advice = unix.MADV_HUGEPAGE
 	}
-	_ = unix.Madvise(b[start-base:end-base], advice)
+	if pages := wholePages(b, hugePage); pages != nil {
+		_ = unix.Madvise(pages, advice)
+	}
+}
+
+// wholePages is the part of b that whole pages of size bytes (a power of
+// two) cover, or nil if b holds none.
+func wholePages(b []byte, size uintptr) []byte {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start := (base + size - 1) &^ (size - 1)
+	end := (base + uintptr(len(b))) &^ (size - 1)
+	if end <= start {
+		return nil
+	}
+	return b[start-base : end-base]
 }
 
 // hugePagesPay reports whether a restore's slabs should get huge pages: not

@@ -9,7 +9,7 @@ import (
 )
 
 // TestRestoreAdvisesHugePages: the slabs a restore fills get adviseFill's
-// advice (huge pages, populated) while it fills them, and the advice is
+// advice (huge pages where they pay, populated) while it fills them, and the advice is
 // taken back when it ends; the slabs that applies fill afterwards get
 // none.
 func TestRestoreAdvisesHugePages(t *testing.T) {
