@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,20 +199,24 @@ func gunzip(buf *bytes.Buffer, gz []byte) error {
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip.
 func acceptsGzip(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept-Encoding") {
-		for part := range strings.SplitSeq(v, ",") {
-			name, params, _ := strings.Cut(part, ";")
-			name = strings.TrimSpace(name)
-			if !strings.EqualFold(name, "gzip") && name != "*" {
-				continue
-			}
-			q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
-			if !ok {
-				return true
-			}
-			if f, err := strconv.ParseFloat(q, 64); err != nil || f > 0 {
-				return true
-			}
+	return slices.ContainsFunc(r.Header.Values("Accept-Encoding"), gzipAccepted)
+}
+
+// gzipAccepted reports whether v, one Accept-Encoding header's value,
+// allows gzip.
+func gzipAccepted(v string) bool {
+	for part := range strings.SplitSeq(v, ",") {
+		name, params, _ := strings.Cut(part, ";")
+		name = strings.TrimSpace(name)
+		if !strings.EqualFold(name, "gzip") && name != "*" {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+		if !ok {
+			return true
+		}
+		if f, err := strconv.ParseFloat(q, 64); err != nil || f > 0 {
+			return true
 		}
 	}
 	return false

@@ -136,11 +136,19 @@ func NetHTTPCounts(n int) bool { return n <= netHTTPBuffer }
 // netHTTPBuffer is the size of net/http's buffer before it chunks a body.
 const netHTTPBuffer = 2048
 
+// ConditionalHeaders are the request headers, in canonical form, that ask
+// for a conditional or partial answer.
+var ConditionalHeaders = [...]string{"Range", "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"}
+
 // Conditional reports whether h asks for a conditional or partial answer,
 // which http.ServeContent handles; a plain one can be written at once.
 func Conditional(h http.Header) bool {
-	return h["Range"] != nil || h["If-None-Match"] != nil || h["If-Modified-Since"] != nil ||
-		h["If-Match"] != nil || h["If-Unmodified-Since"] != nil || h["If-Range"] != nil
+	for _, k := range ConditionalHeaders {
+		if h[k] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteError answers with code and a one-line reason: JSON for JSON
