@@ -105,14 +105,24 @@ func startMirror(tb testing.TB, cfg Config) *Server {
 	return m
 }
 
-// get sends one request to h over a real net/http server, as a client
-// that decodes no gzip itself, and returns the answer as a recorder: its
-// code, headers (a chunked answer's Transfer-Encoding among them) and
-// body. headers are "Key", "value" pairs.
+// get sends one request to h over a real server, as a client that
+// decodes no gzip itself, and returns the answer as a recorder: its code,
+// headers (a chunked answer's Transfer-Encoding among them) and body.
+// headers are "Key", "value" pairs. A mirror (a *Server, as Handler
+// returns it) is served as `pastenode mirror` serves it, by its
+// FastServer; any other handler by net/http.
 func get(h http.Handler, method, target string, headers ...string) *httptest.ResponseRecorder {
-	ts := httptest.NewServer(h)
-	defer ts.Close()
-	req, err := http.NewRequest(method, ts.URL+target, nil)
+	var base string
+	if m, ok := h.(*Server); ok {
+		url, stop := serveFast(m)
+		defer stop()
+		base = url
+	} else {
+		ts := httptest.NewServer(h)
+		defer ts.Close()
+		base = ts.URL
+	}
+	req, err := http.NewRequest(method, base+target, nil)
 	if err != nil {
 		panic(err)
 	}

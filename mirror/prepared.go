@@ -33,6 +33,9 @@ type prepared struct {
 	// sniff is set when the stored headers name no Content-Type:
 	// http.ServeContent then picks one.
 	sniff bool
+	// fields and encFields are header and encHeader as writeFast sends
+	// them.
+	fields, encFields []headerField
 }
 
 const (
@@ -105,6 +108,7 @@ func prepare(res *cdb.Resource) (*prepared, error) {
 		}
 		eh.Set("Content-Length", strconv.Itoa(len(p.encoded)))
 		p.encHeader = clip(eh)
+		p.encFields = fastFields(eh, p.hasExpires)
 		if p.enc == "gzip" {
 			var buf bytes.Buffer
 			if err := gunzip(&buf, res.Body); err != nil {
@@ -115,6 +119,7 @@ func prepare(res *cdb.Resource) (*prepared, error) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(p.body)))
 	p.header = clip(h)
+	p.fields = fastFields(h, p.hasExpires)
 	return p, nil
 }
 

@@ -306,13 +306,26 @@ func fetch(base, target string) (int, string, error) {
 // TestMirrorFaultOnTruncatedFile checks that a read of the archive's
 // mapping beyond the end of a file cut short in place, which faults, costs
 // that request a 503 and not the process. The watcher is idle here, so
-// the reads do fault.
+// the reads do fault. Both servers: the fasthttp one that `pastenode
+// mirror` runs, whose fast path faults before it has written anything,
+// and ServeHTTP behind net/http.
 func TestMirrorFaultOnTruncatedFile(t *testing.T) {
+	t.Run("fasthttp", func(t *testing.T) { testFaultOnTruncatedFile(t, serveFast) })
+	t.Run("net/http", func(t *testing.T) {
+		testFaultOnTruncatedFile(t, func(m *Server) (string, func()) {
+			ts := httptest.NewServer(m.Handler())
+			return ts.URL, ts.Close
+		})
+	})
+}
+
+func testFaultOnTruncatedFile(t *testing.T, serve func(*Server) (string, func())) {
 	path := filepath.Join(t.TempDir(), "mirror.cdb")
 	replaceFile(t, path, exportBytes(t, strings.Repeat(" in A", 2000), "alpha", "beta"))
 	m := startMirror(t, Config{Path: path, Poll: time.Hour})
-	ts := httptest.NewServer(m.Handler())
-	defer ts.Close()
+	url, stop := serve(m)
+	defer stop()
+	ts := struct{ URL string }{url}
 	if code, _, err := fetch(ts.URL, "/raw/alpha"); code != http.StatusOK {
 		t.Fatalf("/raw/alpha before: %d %v", code, err)
 	}

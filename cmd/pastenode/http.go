@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // httpLimits are the time limits of the public HTTP server of a node or a
@@ -57,6 +59,52 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 	}
 	return srv
 }
+
+// limitFast sets the limits of srv, a fasthttp server (the mirror's). Its
+// ReadTimeout runs from a request's first byte (from the accept for a
+// connection's first request) to its last, headers and body, like
+// ReadHeaderTimeout for the requests the mirror gets: a mirror reads no
+// body, and one over mirrorMaxBody gets a 413. IdleTimeout is net/http's.
+// Its read buffer bounds a request's headers (larger ones get a 431). A
+// stalled client is cut off by its socket, as in server.
+func (l httpLimits) limitFast(srv *fasthttp.Server, log *slog.Logger) *fasthttp.Server {
+	srv.ReadTimeout = l.header
+	srv.IdleTimeout = l.idle
+	srv.ReadBufferSize = mirrorMaxHeader
+	srv.MaxRequestBodySize = mirrorMaxBody
+	srv.CloseOnShutdown = true
+	srv.Logger = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	srv.ErrorHandler = fastRequestError
+	if !socketStallLimit() {
+		srv.WriteTimeout = l.stall
+	}
+	return srv
+}
+
+// fastRequestError answers a request that a fasthttp server could not
+// read, with a one-line reason; the server then closes the connection.
+func fastRequestError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		ctx.Error(fmt.Sprintf("request headers over %d bytes\n", mirrorMaxHeader), http.StatusRequestHeaderFieldsTooLarge)
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		ctx.Error(fmt.Sprintf("request body over %d bytes: the mirror is read-only\n", mirrorMaxBody), http.StatusRequestEntityTooLarge)
+	case errors.As(err, &ne) && ne.Timeout():
+		ctx.Error("request not sent in time\n", http.StatusRequestTimeout)
+	default:
+		ctx.Error("malformed HTTP request\n", http.StatusBadRequest)
+	}
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+}
+
+// The largest request headers and body the mirror reads. Its requests have
+// no body; 16 KiB of headers is nginx's default four times over.
+const (
+	mirrorMaxHeader = 16 << 10
+	mirrorMaxBody   = 64 << 10
+)
 
 // withTLS makes srv serve TLS with cfg. A TLS client may speak HTTP/2,
 // whose flow control can hold an answer back while the socket stays alive,
@@ -128,9 +176,31 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, log *slo
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}
+
+// shutdownGrace is how long a server stopping lets requests in flight
+// finish.
+const shutdownGrace = 10 * time.Second
+
+// serveFastUntil is serveUntil for a fasthttp server, without TLS.
+func serveFastUntil(ctx context.Context, srv *fasthttp.Server, ln net.Listener, log *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.ShutdownWithContext(shutCtx); err != nil {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil

@@ -70,10 +70,10 @@ func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on http addr: %w", err)
 	}
-	srv := newHTTPServer(m.Handler(), log)
+	srv := publicLimits.limitFast(m.FastServer(), log)
 	log.Info("serving mirror", "http", ln.Addr().String(), "cdb", c.cdb, "pastes", m.Pastes())
 
-	return serveUntil(ctx, srv, ln, log)
+	return serveFastUntil(ctx, srv, ln, log)
 }
 
 // The mirror's garbage collector settings, unless GOGC says otherwise. Its

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/pastenode/pastenode/internal/freeport"
 )
@@ -329,4 +333,65 @@ func serveGet(t *testing.T, srv *http.Server, ln net.Listener) net.Conn {
 	t.Cleanup(func() { c.Close() })
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	return c
+}
+
+// TestMirrorServerLimits: the mirror's fasthttp server cuts off a client
+// that sends part of a request (at the header limit), a kept-alive
+// connection that sends nothing (at the idle limit), and answers headers
+// over mirrorMaxHeader with a 431 and a body over mirrorMaxBody with a
+// 413, and then still serves.
+func TestMirrorServerLimits(t *testing.T) {
+	limits := publicLimits
+	limits.header = 200 * time.Millisecond // the same mechanisms, quicker
+	limits.idle = 300 * time.Millisecond
+	ln, err := limits.listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := limits.limitFast(&fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.WriteString("ok") }}, slog.New(slog.DiscardHandler))
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	addr := ln.Addr().String()
+
+	heldFor := func(send string) time.Duration {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		io.WriteString(c, send)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, c) // returns when the server closes the connection
+		return time.Since(start)
+	}
+	if took := heldFor("GET / HTTP/1.1\r\nHo"); took < 150*time.Millisecond || took > 5*time.Second {
+		t.Errorf("a half-sent request held the connection for %s, want about 200ms", took)
+	}
+	if took := heldFor("GET / HTTP/1.1\r\nHost: m\r\n\r\n"); took < 250*time.Millisecond || took > 5*time.Second {
+		t.Errorf("an idle connection was held for %s after its answer, want about 300ms", took)
+	}
+
+	status := func(req string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, req)
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+	big := "GET / HTTP/1.1\r\nHost: m\r\nX-Big: " + strings.Repeat("x", mirrorMaxHeader) + "\r\n\r\n"
+	if got := status(big); !strings.Contains(got, " 431 ") {
+		t.Errorf("headers over %d bytes: %q, want a 431", mirrorMaxHeader, got)
+	}
+	body := fmt.Sprintf("POST / HTTP/1.1\r\nHost: m\r\nContent-Length: %d\r\n\r\n", mirrorMaxBody+1) + strings.Repeat("x", mirrorMaxBody+1)
+	if got := status(body); !strings.Contains(got, " 413 ") {
+		t.Errorf("a body over %d bytes: %q, want a 413", mirrorMaxBody, got)
+	}
+	if got := status("GET / HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n"); !strings.Contains(got, " 200 ") {
+		t.Errorf("a plain request after those: %q", got)
+	}
 }
