@@ -271,7 +271,7 @@ func TestRawReadAnswers(t *testing.T) {
 	ts := httptest.NewServer(hotServer(t, p, ""))
 	defer ts.Close()
 	serve := func(method string, header ...string) *httptest.ResponseRecorder {
-		return wireAnswer(t, ts, method, "/raw/abcdefgh", header...)
+		return wireAnswer(t, ts.Client(), ts.URL, method, "/raw/abcdefgh", header...)
 	}
 	// What ServeContent sends for the same paste, the reference.
 	want := httptest.NewRecorder()
@@ -310,18 +310,19 @@ func TestRawReadAnswers(t *testing.T) {
 	}
 }
 
-// wireAnswer sends method path to ts with the header pairs given, and
-// returns the answer as a recorder: its code, headers and body.
-func wireAnswer(t *testing.T, ts *httptest.Server, method, path string, header ...string) *httptest.ResponseRecorder {
+// wireAnswer sends method path to the server at base with c and the
+// header pairs given, and returns the answer as a recorder: its code,
+// headers and body.
+func wireAnswer(t *testing.T, c *http.Client, base, method, path string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+path, nil)
+	req, err := http.NewRequest(method, base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := ts.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestRawReadLength(t *testing.T) {
 		p.Seal()
 		ts := httptest.NewServer(hotServer(t, p, ""))
 		for _, method := range []string{http.MethodGet, http.MethodHead} {
-			got := wireAnswer(t, ts, method, "/raw/abcdefgh")
+			got := wireAnswer(t, ts.Client(), ts.URL, method, "/raw/abcdefgh")
 			if cl := got.Header().Get("Content-Length"); got.Code != http.StatusOK || cl != strconv.Itoa(n) {
 				t.Errorf("%s of %d bytes: %d, Content-Length %q", method, n, got.Code, cl)
 			}

@@ -107,6 +107,7 @@ func (s *Server) instrumentRoutes(router *mux.Router) {
 		route.Handler(secureHeaders(instrument(rm, h)))
 		return nil
 	})
+	s.rawMetrics = byName["raw"]
 }
 
 // instrument counts the requests next answers and their latency with

@@ -145,6 +145,11 @@ type Server struct {
 	limiter *limiter
 	tokens  *createTokens // nil: anyone may create
 	started time.Time
+
+	// rawPrefix is the path of the raw route up to its id, and
+	// rawMetrics its instruments, for ServeFast.
+	rawPrefix  []byte
+	rawMetrics *routeMetrics
 }
 
 // NewServer returns the API for cfg.
@@ -158,6 +163,8 @@ func NewServer(cfg Config) (*Server, error) {
 		router:  mux.NewRouter(),
 		limiter: newLimiter(cfg.RateLimit),
 		started: time.Now(),
+
+		rawPrefix: []byte(cfg.BasePath + "/raw/"),
 	}
 	s.metrics = newMetrics(cfg.Store)
 	if cfg.CreateTokensFile != "" {

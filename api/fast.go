@@ -1,0 +1,93 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/pastenode/pastenode/ui"
+)
+
+// ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
+// paste's raw bytes (GET or HEAD of /raw/{id}, no query, no escapes, no
+// conditional or Range headers, no stale read asked for) and the paste is
+// there and does not burn, with the answer Handler would give: the same
+// headers and bytes, counted in the raw route's metrics. It reports
+// whether it answered. It leaves everything else unanswered for Handler,
+// a missing paste among them, so that the rules of errors, burns and
+// conditional answers live in one place.
+func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		return false
+	}
+	id, ok := s.fastRawID(ctx)
+	if !ok {
+		return false
+	}
+	start := time.Now()
+	p, err := s.cfg.Store.Read(ctx, id, false)
+	if err != nil || p.Burn {
+		return false
+	}
+	h := rawHeaderPool.Get().(http.Header)
+	defer rawHeaderPool.Put(h)
+	clear(h)
+	ui.SetRawHeaders(h, p)
+	h["Last-Modified"] = p.ReadInfo().LastModified()
+	rh := &ctx.Response.Header
+	for k, vs := range h {
+		for _, v := range vs {
+			rh.Add(k, v)
+		}
+	}
+	if ctx.IsHead() {
+		rh.SetContentLength(len(p.Content))
+	} else {
+		// Not copied: a paste's record is never changed once written
+		// (fsm's arena), and the answer holds it until it is sent.
+		ctx.Response.SetBodyRaw(p.Content)
+	}
+	method := http.MethodGet
+	if ctx.IsHead() {
+		method = http.MethodHead
+	}
+	s.rawMetrics.counter(method, http.StatusOK).Inc()
+	s.rawMetrics.latency.Observe(time.Since(start).Seconds())
+	return true
+}
+
+// rawHeaderPool holds the header maps ServeFast fills.
+var rawHeaderPool = sync.Pool{New: func() any { return http.Header{} }}
+
+// fastRawID is the paste id of a request ServeFast may answer, and whether
+// it is one: it has no body (fasthttp, like net/http, refuses an HTTP/1.1
+// request without Host), its URI as sent is the path the router would see (no escapes, no
+// query) under Config.BasePath, and nothing in it asks for more than the
+// plain bytes.
+func (s *Server) fastRawID(ctx *fasthttp.RequestCtx) (string, bool) {
+	h := &ctx.Request.Header
+	if cl := h.ContentLength(); cl > 0 || cl == -1 { // -1: chunked
+
+		return "", false
+	}
+	uri := ctx.RequestURI()
+	if bytes.IndexAny(uri, "%?#") >= 0 {
+		return "", false
+	}
+	rest, ok := bytes.CutPrefix(uri, s.rawPrefix)
+	if !ok || len(rest) == 0 || bytes.IndexByte(rest, '/') >= 0 {
+		return "", false
+	}
+	for _, k := range ui.ConditionalHeaders {
+		if h.Peek(k) != nil {
+			return "", false
+		}
+	}
+	if h.Peek("X-Paste-Stale") != nil {
+		return "", false
+	}
+	return string(rest), true
+}
