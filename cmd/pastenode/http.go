@@ -51,7 +51,7 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           withBodyDeadline(h, l.body),
 		ReadHeaderTimeout: l.header,
 		IdleTimeout:       l.idle,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeader,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if !socketStallLimit() {
@@ -70,7 +70,7 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 func (l httpLimits) limitFast(srv *fasthttp.Server, log *slog.Logger) *fasthttp.Server {
 	srv.ReadTimeout = l.header
 	srv.IdleTimeout = l.idle
-	srv.ReadBufferSize = mirrorMaxHeader
+	srv.ReadBufferSize = maxHeader
 	srv.MaxRequestBodySize = mirrorMaxBody
 	srv.CloseOnShutdown = true
 	srv.Logger = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
@@ -83,12 +83,14 @@ func (l httpLimits) limitFast(srv *fasthttp.Server, log *slog.Logger) *fasthttp.
 
 // fastRequestError answers a request that a fasthttp server could not
 // read, with a one-line reason; the server then closes the connection.
+// Only the mirror reads bodies whole (a node's front streams them), so a
+// body too large is the mirror's.
 func fastRequestError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {
 	case errors.As(err, &small):
-		ctx.Error(fmt.Sprintf("request headers over %d bytes\n", mirrorMaxHeader), http.StatusRequestHeaderFieldsTooLarge)
+		ctx.Error(fmt.Sprintf("request headers over %d bytes\n", maxHeader), http.StatusRequestHeaderFieldsTooLarge)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		ctx.Error(fmt.Sprintf("request body over %d bytes: the mirror is read-only\n", mirrorMaxBody), http.StatusRequestEntityTooLarge)
 	case errors.As(err, &ne) && ne.Timeout():
@@ -99,12 +101,13 @@ func fastRequestError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 }
 
-// The largest request headers and body the mirror reads. Its requests have
-// no body; 16 KiB of headers is nginx's default four times over.
-const (
-	mirrorMaxHeader = 16 << 10
-	mirrorMaxBody   = 64 << 10
-)
+// maxHeader bounds a request's line and headers on every public server:
+// nginx's default four times over. Larger ones get a 431.
+const maxHeader = 16 << 10
+
+// mirrorMaxBody is the largest request body the mirror reads; its
+// requests have none.
+const mirrorMaxBody = 64 << 10
 
 // withTLS makes srv serve TLS with cfg. A TLS client may speak HTTP/2,
 // whose flow control can hold an answer back while the socket stays alive,

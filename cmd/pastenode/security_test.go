@@ -338,7 +338,7 @@ func serveGet(t *testing.T, srv *http.Server, ln net.Listener) net.Conn {
 // TestMirrorServerLimits: the mirror's fasthttp server cuts off a client
 // that sends part of a request (at the header limit), a kept-alive
 // connection that sends nothing (at the idle limit), and answers headers
-// over mirrorMaxHeader with a 431 and a body over mirrorMaxBody with a
+// over maxHeader with a 431 and a body over mirrorMaxBody with a
 // 413, and then still serves.
 func TestMirrorServerLimits(t *testing.T) {
 	limits := publicLimits
@@ -383,9 +383,9 @@ func TestMirrorServerLimits(t *testing.T) {
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		return strings.TrimSpace(line)
 	}
-	big := "GET / HTTP/1.1\r\nHost: m\r\nX-Big: " + strings.Repeat("x", mirrorMaxHeader) + "\r\n\r\n"
+	big := "GET / HTTP/1.1\r\nHost: m\r\nX-Big: " + strings.Repeat("x", maxHeader) + "\r\n\r\n"
 	if got := status(big); !strings.Contains(got, " 431 ") {
-		t.Errorf("headers over %d bytes: %q, want a 431", mirrorMaxHeader, got)
+		t.Errorf("headers over %d bytes: %q, want a 431", maxHeader, got)
 	}
 	body := fmt.Sprintf("POST / HTTP/1.1\r\nHost: m\r\nContent-Length: %d\r\n\r\n", mirrorMaxBody+1) + strings.Repeat("x", mirrorMaxBody+1)
 	if got := status(body); !strings.Contains(got, " 413 ") {

@@ -90,7 +90,10 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	ln = newConnLimitListener(ln, c.MaxConnsPerIP, apiServer.Trusted)
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
 		"rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
-	return serveUntil(ctx, srv, ln, log)
+	if srv.TLSConfig != nil {
+		return serveUntil(ctx, srv, ln, log)
+	}
+	return serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, log), ln, log)
 }
 
 // nodeConfig is the Raft node the flags describe.

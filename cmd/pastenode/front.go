@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// front serves a node's plain HTTP connections on fasthttp, whose read
+// costs about a fifth less CPU than net/http's (BENCHMARKS.md), without
+// moving the API off net/http. Each request that fast answers (the API's
+// plain raw reads: api.Server.ServeFast) is answered on fasthttp; at the
+// first request it does not, the connection is handed to slow, net/http's
+// server of the whole API, that request included, for the rest of its
+// life. So everything but those reads (creates and their bodies, pages,
+// errors, conditional answers, the export's progress answers) is served
+// by net/http exactly as it is without a front, and a client that only
+// reads raw bytes (curl, a script, a cache) never leaves fasthttp.
+type front struct {
+	fast    *fasthttp.Server
+	slow    *http.Server
+	handoff *handoffListener
+}
+
+// newFront returns the front of slow, answering what fast answers, with
+// l's limits. The fasthttp server reads only the headers of a request
+// before the handoff: a body is left on the connection (StreamRequestBody)
+// for net/http to read within its own limits.
+func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) bool, log *slog.Logger) *front {
+	f := &front{slow: slow, handoff: newHandoffListener()}
+	f.fast = &fasthttp.Server{
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			if !fast(ctx) {
+				f.handOff(ctx)
+			}
+		},
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		KeepHijackedConns:            true,
+		ReadTimeout:                  l.header,
+		IdleTimeout:                  l.idle,
+		ReadBufferSize:               maxHeader,
+		CloseOnShutdown:              true,
+		Logger:                       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorHandler:                 fastRequestError,
+	}
+	if !socketStallLimit() {
+		f.fast.WriteTimeout = l.stall
+	}
+	return f
+}
+
+// handOff gives ctx's connection to the slow server, with the request as it
+// was sent: its request line and headers (but an Expect: 100-continue,
+// which fasthttp has answered already), then what fasthttp read of its
+// body, then the rest of the connection.
+func (f *front) handOff(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	var head bytes.Buffer
+	fmt.Fprintf(&head, "%s %s %s\r\n", h.Method(), h.RequestURI(), h.Protocol())
+	writeHeaderLines(&head, h.RawHeaders())
+	// A body of known length is read from the stream, which hands out what
+	// fasthttp read ahead (up to 8 KiB) before what is still on the
+	// connection: both are the bytes as sent. A chunked body is still all
+	// on the connection.
+	if cl := h.ContentLength(); cl > 0 {
+		if _, err := io.CopyN(&head, ctx.RequestBodyStream(), int64(min(cl, 8<<10))); err != nil {
+			ctx.SetConnectionClose()
+			ctx.Error("request body cut short\n", http.StatusBadRequest)
+			return
+		}
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		f.handoff.hand(&handedConn{Conn: c, r: io.MultiReader(&head, c)})
+	})
+}
+
+// writeHeaderLines writes the header lines in raw, a request's header block
+// as sent, to b, but for Expect: fasthttp answers a 100-continue itself, and
+// net/http would send a second one.
+func writeHeaderLines(b *bytes.Buffer, raw []byte) {
+	for line := range bytes.Lines(raw) {
+		name, _, _ := bytes.Cut(line, []byte(":"))
+		if bytes.EqualFold(bytes.TrimSpace(name), []byte("Expect")) {
+			continue
+		}
+		b.Write(line)
+	}
+}
+
+// serveFrontUntil serves f on ln until ctx ends, then lets requests in
+// flight on either server finish for up to shutdownGrace.
+func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.Logger) error {
+	errc := make(chan error, 2)
+	go func() { errc <- f.fast.Serve(ln) }()
+	go func() { errc <- f.slow.Serve(f.handoff) }()
+	select {
+	case err := <-errc:
+		f.fast.Shutdown()
+		f.slow.Close()
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := f.fast.ShutdownWithContext(shutCtx); err != nil {
+			log.Warn("http shutdown", "err", err)
+		}
+	})
+	wg.Go(func() {
+		if err := f.slow.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("http shutdown", "err", err)
+		}
+	})
+	wg.Wait()
+	return nil
+}
+
+// handedConn is a connection handed off, whose reads start with the
+// request fasthttp read.
+type handedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *handedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// handoffListener is the slow server's listener: it accepts the connections
+// the front hands off.
+type handoffListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newHandoffListener() *handoffListener {
+	return &handoffListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// hand gives c to the slow server; once it has stopped, c is closed.
+func (l *handoffListener) hand(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *handoffListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *handoffListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *handoffListener) Addr() net.Addr { return handoffAddr{} }
+
+// handoffAddr is the address of a handoffListener, which has none.
+type handoffAddr struct{}
+
+func (handoffAddr) Network() string { return "handoff" }
+func (handoffAddr) String() string  { return "handoff" }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// startFront serves a front on a loopback port whose fast side answers GET
+// /fast with "fast" and whose slow side answers every request with who
+// served it, its method, path, X-Dup headers and body. It returns the
+// address and a function that stops the front and returns serve's error.
+func startFront(t *testing.T) (string, func() error) {
+	t.Helper()
+	slow := publicLimits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "slow %s %s %q %d %s", r.Method, r.URL.Path, r.Header["X-Dup"], len(body), body)
+	}), slog.New(slog.DiscardHandler))
+	fast := func(ctx *fasthttp.RequestCtx) bool {
+		if string(ctx.Path()) != "/fast" || !ctx.IsGet() {
+			return false
+		}
+		ctx.SetBodyString("fast")
+		return true
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- serveFrontUntil(ctx, publicLimits.newFront(slow, fast, slog.New(slog.DiscardHandler)), ln, slog.New(slog.DiscardHandler))
+	}()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(shutdownGrace + 5*time.Second):
+			return fmt.Errorf("front still serving %s after its shutdown grace", shutdownGrace)
+		}
+	}
+	t.Cleanup(func() { stop() })
+	return ln.Addr().String(), stop
+}
+
+// frontConn is a client connection to a front that reads answers in turn.
+type frontConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func dialFront(t *testing.T, addr string) *frontConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &frontConn{Conn: c, br: bufio.NewReader(c)}
+}
+
+// answer reads the next answer and returns its status code and body.
+func (c *frontConn) answer(t *testing.T) (int, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("answer cut: %v", err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// TestFrontHandsOffTheConnection: on one connection, pipelined, the
+// front answers a fast read itself; the first request it does not answer,
+// with a body longer than fasthttp reads ahead, reaches the slow server
+// whole, its repeated headers in order; every request after it on the
+// connection, fast reads included, is the slow server's, a chunked body
+// among them.
+func TestFrontHandsOffTheConnection(t *testing.T) {
+	addr, _ := startFront(t)
+	c := dialFront(t, addr)
+	big := strings.Repeat("0123456789abcdef", 20<<10/16) // 20 KiB
+	chunked := "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
+	io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"+
+		fmt.Sprintf("POST /create HTTP/1.1\r\nHost: x\r\nX-Dup: a\r\nx-dup: b\r\nContent-Length: %d\r\n\r\n%s", len(big), big)+
+		"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"+chunked+
+		"GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	want := []string{
+		"fast",
+		"fast",
+		fmt.Sprintf(`slow POST /create ["a" "b"] %d %s`, len(big), big),
+		`slow GET /fast [] 0 `,
+		`slow POST /chunked [] 12 hello, world`,
+		`slow GET /other [] 0 `,
+	}
+	for i, w := range want {
+		code, body := c.answer(t)
+		if code != http.StatusOK || body != w {
+			t.Errorf("answer %d: %d %.80q, want 200 %.80q", i, code, body, w)
+		}
+	}
+	if n, err := c.br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after Connection: close: read %d bytes, %v; want the connection closed", n, err)
+	}
+}
+
+// TestFrontContinuesOnce: a request that expects 100-continue gets one
+// 100 Continue, from fasthttp, not a second from net/http, and its body
+// reaches the slow server.
+func TestFrontContinuesOnce(t *testing.T) {
+	addr, _ := startFront(t)
+	c := dialFront(t, addr)
+	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	line, err := c.br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("first line %q, %v; want a 100 Continue", line, err)
+	}
+	if blank, _ := c.br.ReadString('\n'); blank != "\r\n" {
+		t.Fatalf("100 Continue followed by %q", blank)
+	}
+	io.WriteString(c, "hello")
+	code, body := c.answer(t)
+	if code == http.StatusContinue {
+		t.Fatal("a second 100 Continue")
+	}
+	if code != http.StatusOK || body != "slow POST /up [] 5 hello" {
+		t.Errorf("answer %d %q, want the slow server's with the body", code, body)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// TestFrontLimits: request headers over maxHeader get a 431 with a
+// one-line reason, malformed requests a 400, and the front keeps serving.
+func TestFrontLimits(t *testing.T) {
+	addr, _ := startFront(t)
+	for _, tc := range []struct {
+		req  string
+		code int
+	}{
+		{"GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", maxHeader) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"GET /fast HTTP/1.1\r\n\r\n", http.StatusBadRequest},
+		{"BLAH\r\n\r\n", http.StatusBadRequest},
+		{"GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 15<<10) + "\r\n\r\n", http.StatusOK},
+	} {
+		c := dialFront(t, addr)
+		io.WriteString(c, tc.req)
+		code, body := c.answer(t)
+		if code != tc.code || strings.Count(body, "\n") > 1 {
+			t.Errorf("%.40q: %d %q, want %d with a one-line reason", tc.req, code, body, tc.code)
+		}
+	}
+}
+
+// TestFrontStops: stopping the front ends serveFrontUntil within its grace
+// with a connection handed off and idle, closing that connection, and a
+// fast connection idle too.
+func TestFrontStops(t *testing.T) {
+	addr, stop := startFront(t)
+	slowConn, fastConn := dialFront(t, addr), dialFront(t, addr)
+	io.WriteString(slowConn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(fastConn, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := slowConn.answer(t); code != http.StatusOK || !strings.HasPrefix(body, "slow ") {
+		t.Fatalf("slow: %d %q", code, body)
+	}
+	if code, body := fastConn.answer(t); code != http.StatusOK || body != "fast" {
+		t.Fatalf("fast: %d %q", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*frontConn{"handed off": slowConn, "fast": fastConn} {
+		if n, err := c.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+			t.Errorf("%s connection after the stop: read %d bytes, %v; want it closed", name, n, err)
+		}
+	}
+}
