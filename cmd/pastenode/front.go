@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -38,7 +39,7 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 	f := &front{slow: slow, handoff: newHandoffListener()}
 	f.fast = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
-			if !fast(ctx) {
+			if !answerFast(ctx, fast, log) {
 				f.handOff(ctx)
 			}
 		},
@@ -51,13 +52,31 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 		IdleTimeout:                  l.idle,
 		ReadBufferSize:               maxHeader,
 		CloseOnShutdown:              true,
-		Logger:                       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ErrorHandler:                 fastRequestError,
+		// A malformed request is answered with its reason and not logged,
+		// as net/http does: a client could fill the log with them.
+		Logger:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		ErrorHandler: fastRequestError,
 	}
 	if !socketStallLimit() {
 		f.fast.WriteTimeout = l.stall
 	}
 	return f
+}
+
+// answerFast reports whether fast answered ctx. A panic in fast (a bug) is
+// logged and answered with a 500, and the connection closed, as net/http's
+// server would rather than end the process.
+func answerFast(ctx *fasthttp.RequestCtx, fast func(*fasthttp.RequestCtx) bool, log *slog.Logger) (answered bool) {
+	defer func() {
+		if e := recover(); e != nil {
+			log.Error("panic serving a request", "path", string(ctx.Path()), "panic", e, "stack", string(debug.Stack()))
+			ctx.Response.Reset()
+			ctx.Error("internal error\n", http.StatusInternalServerError)
+			ctx.SetConnectionClose()
+			answered = true
+		}
+	}()
+	return fast(ctx)
 }
 
 // handOff gives ctx's connection to the slow server, with the request as it

@@ -21,6 +21,13 @@ import (
 // address and a function that stops the front and returns serve's error.
 func startFront(t *testing.T) (string, func() error) {
 	t.Helper()
+	return startFrontLogging(t, slog.New(slog.DiscardHandler))
+}
+
+// startFrontLogging is startFront with the front logging to log; its fast
+// side panics on GET /boom.
+func startFrontLogging(t *testing.T, log *slog.Logger) (string, func() error) {
+	t.Helper()
 	slow := publicLimits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -30,6 +37,10 @@ func startFront(t *testing.T) (string, func() error) {
 		fmt.Fprintf(w, "slow %s %s %q %d %s", r.Method, r.URL.Path, r.Header["X-Dup"], len(body), body)
 	}), slog.New(slog.DiscardHandler))
 	fast := func(ctx *fasthttp.RequestCtx) bool {
+		if string(ctx.Path()) == "/boom" {
+			ctx.SetBodyString("half an answer")
+			panic("boom")
+		}
 		if string(ctx.Path()) != "/fast" || !ctx.IsGet() {
 			return false
 		}
@@ -43,7 +54,7 @@ func startFront(t *testing.T) (string, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveFrontUntil(ctx, publicLimits.newFront(slow, fast, slog.New(slog.DiscardHandler)), ln, slog.New(slog.DiscardHandler))
+		done <- serveFrontUntil(ctx, publicLimits.newFront(slow, fast, log), ln, log)
 	}()
 	stopped := false
 	stop := func() error {
@@ -203,5 +214,29 @@ func TestFrontStops(t *testing.T) {
 		if n, err := c.br.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
 			t.Errorf("%s connection after the stop: read %d bytes, %v; want it closed", name, n, err)
 		}
+	}
+}
+
+// TestFrontPanicAnswers500: a panic in the fast side is logged with its
+// stack and answered with a 500 that closes the connection, none of the
+// half-made answer sent; the front keeps serving.
+func TestFrontPanicAnswers500(t *testing.T) {
+	var logged lockedBuffer
+	addr, _ := startFrontLogging(t, slog.New(slog.NewTextHandler(&logged, nil)))
+	c := dialFront(t, addr)
+	io.WriteString(c, "GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := c.answer(t); code != http.StatusInternalServerError || body != "internal error\n" {
+		t.Errorf("GET /boom: %d %q, want 500 \"internal error\"", code, body)
+	}
+	if n, err := c.br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after the 500: read %d bytes, %v; want the connection closed", n, err)
+	}
+	c = dialFront(t, addr)
+	io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+		t.Errorf("GET /fast after the panic: %d %q", code, body)
+	}
+	if s := logged.String(); !strings.Contains(s, "boom") || !strings.Contains(s, "front.go") {
+		t.Errorf("the panic was not logged with its stack: %q", s)
 	}
 }
