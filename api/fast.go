@@ -59,6 +59,13 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
+// FastStarts are the first bytes of the requests ServeFast may answer, as
+// they come on the wire: a front may send a connection whose first request
+// starts otherwise straight to Handler.
+func (s *Server) FastStarts() []string {
+	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix)}
+}
+
 // rawHeaderPool holds the header maps ServeFast fills.
 var rawHeaderPool = sync.Pool{New: func() any { return http.Header{} }}
 

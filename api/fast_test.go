@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,8 @@ func serveFastOnly(t *testing.T, s *Server) string {
 // HEAD of a raw paste that does not burn, under the base path or none,
 // with the status, headers (but Date) and bytes Handler sends, text,
 // binary, expiring and over net/http's buffer alike, and counts them in
-// the same request metrics; everything else it leaves: unknown ids,
+// the same request metrics, and each starts as FastStarts says; everything
+// else it leaves: unknown ids,
 // burns, queries, escapes, other paths and methods, conditional, Range
 // and stale reads.
 func TestServeFastAnswersAsHandler(t *testing.T) {
@@ -88,6 +90,9 @@ func TestServeFastAnswersAsHandler(t *testing.T) {
 						if !wantFast {
 							t.Errorf("%s (burn %v): answered %d, want it left to Handler", what, p.Burn, got.Code)
 							continue
+						}
+						if !slices.ContainsFunc(fast.FastStarts(), func(s string) bool { return strings.HasPrefix(method+" "+base+path, s) }) {
+							t.Errorf("%s: answered, but it starts none of FastStarts %q", what, fast.FastStarts())
 						}
 						want := wireAnswer(t, client, ts.URL, method, base+path, hdr...)
 						got.Header().Del("Date")

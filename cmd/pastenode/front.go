@@ -11,32 +11,44 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
 // front serves a node's plain HTTP connections on fasthttp, whose read
-// costs about a fifth less CPU than net/http's (BENCHMARKS.md), without
-// moving the API off net/http. Each request that fast answers (the API's
-// plain raw reads: api.Server.ServeFast) is answered on fasthttp; at the
-// first request it does not, the connection is handed to slow, net/http's
-// server of the whole API, that request included, for the rest of its
-// life. So everything but those reads (creates and their bodies, pages,
-// errors, conditional answers, the export's progress answers) is served
-// by net/http exactly as it is without a front, and a client that only
-// reads raw bytes (curl, a script, a cache) never leaves fasthttp.
+// costs about a third less CPU than net/http's (BENCHMARKS.md), without
+// moving the API off net/http. A connection whose first request starts as
+// one fast may answer (the API's plain raw reads: api.Server.ServeFast,
+// api.Server.FastStarts) goes to the fasthttp server, and every other to
+// slow, net/http's server of the whole API, at once (route). On fasthttp,
+// each request fast answers is answered there; at the first it does not,
+// the connection is handed to slow, that request included, for the rest of
+// its life (handOff). So everything but those reads (creates and their
+// bodies, pages, errors, conditional answers, the export's progress
+// answers) is served by net/http exactly as it is without a front, and a
+// client that only reads raw bytes (curl, a script, a cache) never leaves
+// fasthttp.
 type front struct {
-	fast    *fasthttp.Server
-	slow    *http.Server
-	handoff *handoffListener
+	fast *fasthttp.Server
+	slow *http.Server
+	// fastConns and handoff are the fast and slow servers' listeners.
+	fastConns, handoff *handoffListener
+	// fastStarts are the first bytes of the requests fast may answer.
+	fastStarts [][]byte
+	// header is how long a new connection has to send its first bytes.
+	header time.Duration
 }
 
 // newFront returns the front of slow, answering what fast answers, with
 // l's limits. The fasthttp server reads only the headers of a request
 // before the handoff: a body is left on the connection (StreamRequestBody)
 // for net/http to read within its own limits.
-func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) bool, log *slog.Logger) *front {
-	f := &front{slow: slow, handoff: newHandoffListener()}
+func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) bool, fastStarts []string, log *slog.Logger) *front {
+	f := &front{slow: slow, fastConns: newHandoffListener(), handoff: newHandoffListener(), header: l.header}
+	for _, s := range fastStarts {
+		f.fastStarts = append(f.fastStarts, []byte(s))
+	}
 	f.fast = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			if !answerFast(ctx, fast, log) {
@@ -121,9 +133,10 @@ func writeHeaderLines(b *bytes.Buffer, raw []byte) {
 // serveFrontUntil serves f on ln until ctx ends, then lets requests in
 // flight on either server finish for up to shutdownGrace.
 func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.Logger) error {
-	errc := make(chan error, 2)
-	go func() { errc <- f.fast.Serve(ln) }()
+	errc := make(chan error, 3)
+	go func() { errc <- f.fast.Serve(f.fastConns) }()
 	go func() { errc <- f.slow.Serve(f.handoff) }()
+	go func() { errc <- f.accept(ln, log) }()
 	select {
 	case err := <-errc:
 		f.fast.Shutdown()
@@ -132,6 +145,7 @@ func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.L
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	ln.Close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -147,6 +161,81 @@ func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.L
 	})
 	wg.Wait()
 	return nil
+}
+
+// accept accepts the connections of ln and routes each, until ln is
+// closed. An error accepting one (out of file descriptors) is logged and
+// tried again after a pause, up to a second, as net/http does.
+func (f *front) accept(ln net.Listener, log *slog.Logger) error {
+	var pause time.Duration
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		if err != nil {
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			log.Warn("http accept", "err", err, "retry_in", pause)
+			time.Sleep(pause)
+			continue
+		}
+		pause = 0
+		go f.route(c)
+	}
+}
+
+// route reads the first bytes of c's first request and hands c, those
+// bytes first, to the fast server if they start a request it may answer,
+// else to net/http's at once, which then parses the request only once. A
+// connection that sends nothing within the header limit is closed.
+func (f *front) route(c net.Conn) {
+	var buf [64]byte
+	n := 0
+	c.SetReadDeadline(time.Now().Add(f.header))
+	for n < len(buf) && f.undecided(buf[:n]) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if err != nil {
+			if n == 0 || isTimeout(err) {
+				c.Close()
+				return
+			}
+			break
+		}
+	}
+	c.SetReadDeadline(time.Time{})
+	hc := &handedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf[:n]), c)}
+	if f.startsFast(buf[:n]) {
+		f.fastConns.hand(hc)
+	} else {
+		f.handoff.hand(hc)
+	}
+}
+
+// undecided reports whether b, the first bytes of a request, may still
+// become one of f.fastStarts but is none yet.
+func (f *front) undecided(b []byte) bool {
+	for _, s := range f.fastStarts {
+		if len(b) < len(s) && bytes.HasPrefix(s, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// startsFast reports whether b starts with one of f.fastStarts.
+func (f *front) startsFast(b []byte) bool {
+	for _, s := range f.fastStarts {
+		if bytes.HasPrefix(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // handedConn is a connection handed off, whose reads start with the

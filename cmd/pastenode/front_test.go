@@ -21,12 +21,12 @@ import (
 // address and a function that stops the front and returns serve's error.
 func startFront(t *testing.T) (string, func() error) {
 	t.Helper()
-	return startFrontLogging(t, slog.New(slog.DiscardHandler))
+	return startFrontWith(t, publicLimits, slog.New(slog.DiscardHandler))
 }
 
-// startFrontLogging is startFront with the front logging to log; its fast
-// side panics on GET /boom.
-func startFrontLogging(t *testing.T, log *slog.Logger) (string, func() error) {
+// startFrontWith is startFront with limits l and the front logging to log;
+// its fast side panics on GET /boom.
+func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func() error) {
 	t.Helper()
 	slow := publicLimits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -54,7 +54,7 @@ func startFrontLogging(t *testing.T, log *slog.Logger) (string, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveFrontUntil(ctx, publicLimits.newFront(slow, fast, log), ln, log)
+		done <- serveFrontUntil(ctx, l.newFront(slow, fast, []string{"GET /fast", "GET /boom"}, log), ln, log)
 	}()
 	stopped := false
 	stop := func() error {
@@ -143,32 +143,86 @@ func TestFrontHandsOffTheConnection(t *testing.T) {
 }
 
 // TestFrontContinuesOnce: a request that expects 100-continue gets one
-// 100 Continue, from fasthttp, not a second from net/http, and its body
-// reaches the slow server.
+// 100 Continue, not a second from net/http, and its body reaches the slow
+// server, whether it comes first on its connection (net/http's from the
+// start) or after a fast read (handed off from fasthttp, which has
+// answered the expectation).
 func TestFrontContinuesOnce(t *testing.T) {
 	addr, _ := startFront(t)
-	c := dialFront(t, addr)
-	io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
-	line, err := c.br.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
-		t.Fatalf("first line %q, %v; want a 100 Continue", line, err)
-	}
-	if blank, _ := c.br.ReadString('\n'); blank != "\r\n" {
-		t.Fatalf("100 Continue followed by %q", blank)
-	}
-	io.WriteString(c, "hello")
-	code, body := c.answer(t)
-	if code == http.StatusContinue {
-		t.Fatal("a second 100 Continue")
-	}
-	if code != http.StatusOK || body != "slow POST /up [] 5 hello" {
-		t.Errorf("answer %d %q, want the slow server's with the body", code, body)
+	for _, first := range []bool{true, false} {
+		c := dialFront(t, addr)
+		if !first {
+			io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+			if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+				t.Fatalf("GET /fast: %d %q", code, body)
+			}
+		}
+		io.WriteString(c, "POST /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+		line, err := c.br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+			t.Fatalf("first %v: first line %q, %v; want a 100 Continue", first, line, err)
+		}
+		if blank, _ := c.br.ReadString('\n'); blank != "\r\n" {
+			t.Fatalf("first %v: 100 Continue followed by %q", first, blank)
+		}
+		io.WriteString(c, "hello")
+		code, body := c.answer(t)
+		if code == http.StatusContinue {
+			t.Fatalf("first %v: a second 100 Continue", first)
+		}
+		if code != http.StatusOK || body != "slow POST /up [] 5 hello" {
+			t.Errorf("first %v: answer %d %q, want the slow server's with the body", first, code, body)
+		}
 	}
 }
 
-func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
+// TestFrontRoutesByTheFirstBytes: a connection whose first request starts
+// otherwise than a fast one goes to the slow server from the start, and
+// stays there; a fast request's start split over several writes still
+// reaches the fast server; a connection that sends nothing, or only part
+// of a start, within the header limit is closed, and one that closes at
+// once costs nothing.
+func TestFrontRoutesByTheFirstBytes(t *testing.T) {
+	l := publicLimits
+	l.header = 300 * time.Millisecond
+	addr, _ := startFrontWith(t, l, slog.New(slog.DiscardHandler))
+
+	c := dialFront(t, addr)
+	io.WriteString(c, "GET /other HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	for i, want := range []string{"slow GET /other [] 0 ", "slow GET /fast [] 0 "} {
+		if code, body := c.answer(t); code != http.StatusOK || body != want {
+			t.Errorf("answer %d: %d %q, want 200 %q", i, code, body, want)
+		}
+	}
+
+	c = dialFront(t, addr)
+	for _, part := range []string{"G", "ET /f", "ast HTTP/1.1\r\nHost: x\r\n\r\n"} {
+		io.WriteString(c, part)
+		time.Sleep(20 * time.Millisecond) // each part its own read
+	}
+	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+		t.Errorf("a start in three writes: %d %q, want the fast answer", code, body)
+	}
+
+	for _, sent := range []string{"", "GET /fa"} {
+		c = dialFront(t, addr)
+		io.WriteString(c, sent)
+		start := time.Now()
+		n, err := c.br.Read(make([]byte, 1))
+		if n != 0 || err == nil || isTimeout(err) {
+			t.Errorf("after %q: read %d bytes, %v; want the connection closed", sent, n, err)
+		}
+		if d := time.Since(start); d > 10*l.header {
+			t.Errorf("after %q: closed after %s, the header limit is %s", sent, d, l.header)
+		}
+	}
+	c = dialFront(t, addr)
+	c.Close()
+	c = dialFront(t, addr)
+	io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+		t.Errorf("after a connection closed at once: %d %q", code, body)
+	}
 }
 
 // TestFrontLimits: request headers over maxHeader get a 431 with a
@@ -199,7 +253,10 @@ func TestFrontLimits(t *testing.T) {
 func TestFrontStops(t *testing.T) {
 	addr, stop := startFront(t)
 	slowConn, fastConn := dialFront(t, addr), dialFront(t, addr)
-	io.WriteString(slowConn, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(slowConn, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := slowConn.answer(t); code != http.StatusOK || body != "fast" {
+		t.Fatalf("fast before the handoff: %d %q", code, body)
+	}
 	io.WriteString(fastConn, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
 	if code, body := slowConn.answer(t); code != http.StatusOK || !strings.HasPrefix(body, "slow ") {
 		t.Fatalf("slow: %d %q", code, body)
@@ -222,7 +279,7 @@ func TestFrontStops(t *testing.T) {
 // half-made answer sent; the front keeps serving.
 func TestFrontPanicAnswers500(t *testing.T) {
 	var logged lockedBuffer
-	addr, _ := startFrontLogging(t, slog.New(slog.NewTextHandler(&logged, nil)))
+	addr, _ := startFrontWith(t, publicLimits, slog.New(slog.NewTextHandler(&logged, nil)))
 	c := dialFront(t, addr)
 	io.WriteString(c, "GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
 	if code, body := c.answer(t); code != http.StatusInternalServerError || body != "internal error\n" {

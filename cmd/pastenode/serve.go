@@ -93,7 +93,7 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if srv.TLSConfig != nil {
 		return serveUntil(ctx, srv, ln, log)
 	}
-	return serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, log), ln, log)
+	return serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, apiServer.FastStarts(), log), ln, log)
 }
 
 // nodeConfig is the Raft node the flags describe.
