@@ -37,8 +37,10 @@ type front struct {
 	// fastOpen counts the connections given to the fast server until they
 	// close, handed off or not.
 	fastOpen connCounter
-	// fastStarts are the first bytes of the requests fast may answer.
+	// fastStarts are the first bytes of the requests fast may answer, and
+	// peek how many of a connection's first bytes route reads at most.
 	fastStarts [][]byte
+	peek       int
 	// header is how long a new connection has to send its first bytes.
 	header time.Duration
 }
@@ -51,6 +53,7 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 	f := &front{slow: slow, fastConns: newHandoffListener(), handoff: newHandoffListener(), header: l.header}
 	for _, s := range fastStarts {
 		f.fastStarts = append(f.fastStarts, []byte(s))
+		f.peek = max(f.peek, len(s))
 	}
 	f.fast = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
@@ -136,38 +139,34 @@ func writeHeaderLines(b *bytes.Buffer, raw []byte) {
 // serveFrontUntil serves f on ln until ctx ends, then lets requests in
 // flight on either server finish for up to shutdownGrace.
 func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.Logger) error {
-	errc := make(chan error, 3)
-	go func() { errc <- f.fast.Serve(f.fastConns) }()
-	go func() { errc <- f.slow.Serve(f.handoff) }()
-	go func() { errc <- f.accept(ln, log) }()
-	select {
-	case err := <-errc:
+	serve := func() error {
+		errc := make(chan error, 3)
+		go func() { errc <- f.fast.Serve(f.fastConns) }()
+		go func() { errc <- f.slow.Serve(f.handoff) }()
+		go func() { errc <- f.accept(ln, log) }()
+		err := <-errc
+		ln.Close()
 		f.fast.Shutdown()
 		f.slow.Close()
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
+		return err
 	}
-	log.Info("shutting down")
-	ln.Close()
-	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	// fasthttp's shutdown closes the idle connections at once but looks
-	// for none left only every 100 ms: the front counts its own, so that
-	// a stop with nothing in flight takes no such tick.
-	go f.fast.ShutdownWithContext(shutCtx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := f.fastOpen.wait(shutCtx); err != nil {
-			log.Warn("http shutdown", "err", err)
-		}
-	})
-	wg.Go(func() {
-		if err := f.slow.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("http shutdown", "err", err)
-		}
-	})
-	wg.Wait()
-	return nil
+	return runUntil(ctx, serve, f.shutdown(ln), log)
+}
+
+// shutdown returns the function that stops f, serving on ln: it stops
+// accepting, then waits for the connections of both servers to close,
+// the idle ones at once.
+func (f *front) shutdown(ln net.Listener) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ln.Close()
+		// fasthttp's shutdown closes the idle connections at once but
+		// looks for none left only every 100 ms: the front counts its
+		// own, so that a stop with nothing in flight takes no such tick.
+		go f.fast.ShutdownWithContext(ctx)
+		slow := make(chan error, 1)
+		go func() { slow <- f.slow.Shutdown(ctx) }()
+		return errors.Join(f.fastOpen.wait(ctx), <-slow)
+	}
 }
 
 // accept accepts the connections of ln and routes each, until ln is
@@ -196,7 +195,7 @@ func (f *front) accept(ln net.Listener, log *slog.Logger) error {
 // else to net/http's at once, which then parses the request only once. A
 // connection that sends nothing within the header limit is closed.
 func (f *front) route(c net.Conn) {
-	var buf [64]byte
+	buf := make([]byte, f.peek)
 	n := 0
 	c.SetReadDeadline(time.Now().Add(f.header))
 	for n < len(buf) && f.undecided(buf[:n]) {

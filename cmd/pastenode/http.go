@@ -163,16 +163,20 @@ func (l *stallListener) Accept() (net.Conn, error) {
 }
 
 // serveUntil serves srv on ln (with TLS when srv has a TLS config) until
-// ctx ends, then lets requests in flight finish for up to ten seconds.
+// ctx ends, then lets requests in flight finish for up to shutdownGrace.
 func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, log *slog.Logger) error {
+	serve := func() error { return srv.Serve(ln) }
+	if srv.TLSConfig != nil {
+		serve = func() error { return srv.ServeTLS(ln, "", "") }
+	}
+	return runUntil(ctx, serve, srv.Shutdown, log)
+}
+
+// runUntil runs serve until it fails or ctx ends; then it calls shutdown
+// with shutdownGrace for the requests in flight.
+func runUntil(ctx context.Context, serve func() error, shutdown func(context.Context) error, log *slog.Logger) error {
 	errc := make(chan error, 1)
-	go func() {
-		if srv.TLSConfig != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
@@ -181,7 +185,7 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, log *slo
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("http shutdown", "err", err)
 	}
 	return nil
@@ -193,18 +197,5 @@ const shutdownGrace = 10 * time.Second
 
 // serveFastUntil is serveUntil for a fasthttp server, without TLS.
 func serveFastUntil(ctx context.Context, srv *fasthttp.Server, ln net.Listener, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.ShutdownWithContext(shutCtx); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
+	return runUntil(ctx, func() error { return srv.Serve(ln) }, srv.ShutdownWithContext, log)
 }
