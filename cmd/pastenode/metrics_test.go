@@ -117,8 +117,11 @@ func startMetricsNode(t *testing.T) (string, string) {
 			return fmt.Errorf("%d %v", code, err)
 		}
 		metrics = body
-		if !strings.Contains(body, "pastenode_raft_peer_healthy{") {
-			return errors.New("no pastenode_raft_peer_healthy yet")
+		// Autopilot's first pass may find the new leader not yet
+		// healthy (one loop run failed so): wait for the verdict the
+		// test wants, not only for the metric.
+		if !strings.Contains(body, `pastenode_raft_peer_healthy{peer="m1",suffrage="voter"} 1`+"\n") {
+			return errors.New("pastenode_raft_peer_healthy not 1 yet")
 		}
 		return nil
 	})
