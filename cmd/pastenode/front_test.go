@@ -41,7 +41,7 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 			ctx.SetBodyString("half an answer")
 			panic("boom")
 		}
-		if string(ctx.Path()) != "/fast" || !ctx.IsGet() {
+		if !strings.HasSuffix(string(ctx.Path()), "/fast") || !ctx.IsGet() {
 			return false
 		}
 		ctx.SetBodyString("fast")
@@ -54,7 +54,7 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveFrontUntil(ctx, l.newFront(slow, fast, []string{"GET /fast", "GET /boom"}, log), ln, log)
+		done <- serveFrontUntil(ctx, l.newFront(slow, fast, []string{"GET /fast", "GET /boom", "GET " + longBase + "/fast"}, log), ln, log)
 	}()
 	stopped := false
 	stop := func() error {
@@ -73,6 +73,10 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 	t.Cleanup(func() { stop() })
 	return ln.Addr().String(), stop
 }
+
+// longBase is a base path longer than any fixed buffer a front might peek
+// into.
+var longBase = "/" + strings.Repeat("p", 100)
 
 // frontConn is a client connection to a front that reads answers in turn.
 type frontConn struct {
@@ -178,8 +182,8 @@ func TestFrontContinuesOnce(t *testing.T) {
 
 // TestFrontRoutesByTheFirstBytes: a connection whose first request starts
 // otherwise than a fast one goes to the slow server from the start, and
-// stays there; a fast request's start split over several writes still
-// reaches the fast server; a connection that sends nothing, or only part
+// stays there; a fast request's start longer than 100 bytes, or split
+// over several writes, still reaches the fast server; a connection that sends nothing, or only part
 // of a start, within the header limit is closed, and one that closes at
 // once costs nothing.
 func TestFrontRoutesByTheFirstBytes(t *testing.T) {
@@ -193,6 +197,12 @@ func TestFrontRoutesByTheFirstBytes(t *testing.T) {
 		if code, body := c.answer(t); code != http.StatusOK || body != want {
 			t.Errorf("answer %d: %d %q, want 200 %q", i, code, body, want)
 		}
+	}
+
+	c = dialFront(t, addr)
+	io.WriteString(c, "GET "+longBase+"/fast HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+		t.Errorf("a fast start of %d bytes: %d %q, want the fast answer", len(longBase)+10, code, body)
 	}
 
 	c = dialFront(t, addr)
