@@ -193,7 +193,8 @@ func (f *front) accept(ln net.Listener, log *slog.Logger) error {
 // route reads the first bytes of c's first request and hands c, those
 // bytes first, to the fast server if they start a request it may answer,
 // else to net/http's at once, which then parses the request only once. A
-// connection that sends nothing within the header limit is closed.
+// connection that sends nothing, or only part of a fast start, within the
+// header limit is closed.
 func (f *front) route(c net.Conn) {
 	buf := make([]byte, f.peek)
 	n := 0
