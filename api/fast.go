@@ -12,8 +12,8 @@ import (
 )
 
 // ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
-// paste's raw bytes (GET or HEAD of /raw/{id}, no query, no escapes, no
-// conditional or Range headers, no stale read asked for) and the paste is
+// paste's raw bytes (GET or HEAD of /raw/{id}, no body, no query, no
+// escapes, no conditional or Range headers, no stale read asked for) and the paste is
 // there and does not burn, with the answer Handler would give: the same
 // headers and bytes, counted in the raw route's metrics. It reports
 // whether it answered. It leaves everything else unanswered for Handler,
@@ -33,8 +33,6 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	h := rawHeaderPool.Get().(http.Header)
-	defer rawHeaderPool.Put(h)
-	clear(h)
 	ui.SetRawHeaders(h, p)
 	h["Last-Modified"] = p.ReadInfo().LastModified()
 	rh := &ctx.Response.Header
@@ -43,6 +41,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 			rh.Add(k, v)
 		}
 	}
+	clear(h) // holds no paste's strings while pooled
+	rawHeaderPool.Put(h)
 	if ctx.IsHead() {
 		rh.SetContentLength(len(p.Content))
 	} else {
@@ -70,14 +70,13 @@ func (s *Server) FastStarts() []string {
 var rawHeaderPool = sync.Pool{New: func() any { return http.Header{} }}
 
 // fastRawID is the paste id of a request ServeFast may answer, and whether
-// it is one: it has no body (fasthttp, like net/http, refuses an HTTP/1.1
-// request without Host), its URI as sent is the path the router would see (no escapes, no
-// query) under Config.BasePath, and nothing in it asks for more than the
-// plain bytes.
+// it is one: it has no body, its URI as sent is the path the router would
+// see (no escapes, no query) under Config.BasePath, and nothing in it asks
+// for more than the plain bytes. (fasthttp, like net/http, refuses an
+// HTTP/1.1 request without Host before it gets here.)
 func (s *Server) fastRawID(ctx *fasthttp.RequestCtx) (string, bool) {
 	h := &ctx.Request.Header
 	if cl := h.ContentLength(); cl > 0 || cl == -1 { // -1: chunked
-
 		return "", false
 	}
 	uri := ctx.RequestURI()
