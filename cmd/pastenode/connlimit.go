@@ -82,9 +82,18 @@ type limitedConn struct {
 // CloseWrite half-closes a TCP connection, which net/http does before it
 // closes one whose request body it did not read (a 413, say), so that the
 // client reads the answer rather than a reset.
-func (c *limitedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+func (c *limitedConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// closeWrite half-closes c, or the connection it wraps: net/http looks for
+// CloseWrite on the connection it serves, which every wrapper must pass
+// on (fasthttp's hijacked connection names the one it wraps UnsafeConn). It
+// does nothing where nothing beneath can be half-closed.
+func closeWrite(c net.Conn) error {
+	switch c := c.(type) {
+	case interface{ CloseWrite() error }:
+		return c.CloseWrite()
+	case interface{ UnsafeConn() net.Conn }:
+		return closeWrite(c.UnsafeConn())
 	}
 	return nil
 }

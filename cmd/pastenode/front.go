@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// front serves a node's plain HTTP connections on fasthttp, whose read
-// costs about a third less CPU than net/http's (BENCHMARKS.md), without
-// moving the API off net/http. A connection whose first request starts as
+// front serves a node's plain HTTP connections on fasthttp, on which a raw
+// read costs the node about 40% less CPU than on net/http (BENCHMARKS.md),
+// without moving the API off net/http. A connection whose first request starts as
 // one fast may answer (the API's plain raw reads: api.Server.ServeFast,
 // api.Server.FastStarts) goes to the fasthttp server, and every other to
 // slow, net/http's server of the whole API, at once (route). On fasthttp,
@@ -70,8 +70,9 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 		IdleTimeout:                  l.idle,
 		ReadBufferSize:               maxHeader,
 		CloseOnShutdown:              true,
-		// A malformed request is answered with its reason and not logged,
-		// as net/http does: a client could fill the log with them.
+		// A malformed request is answered with its reason and logged only
+		// at debug (net/http does not log it): a client could fill the log
+		// with them.
 		Logger:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		ErrorHandler: fastRequestError,
 	}
@@ -105,7 +106,11 @@ func (f *front) handOff(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "%s %s %s\r\n", h.Method(), h.RequestURI(), h.Protocol())
-	writeHeaderLines(&head, h.RawHeaders())
+	if ctx.Request.MayContinue() {
+		writeHeaderLines(&head, h.RawHeaders())
+	} else {
+		head.Write(h.RawHeaders())
+	}
 	// A body of known length is read from the stream, which hands out what
 	// fasthttp read ahead (up to 8 KiB) before what is still on the
 	// connection: both are the bytes as sent. A chunked body is still all
@@ -123,9 +128,9 @@ func (f *front) handOff(ctx *fasthttp.RequestCtx) {
 	})
 }
 
-// writeHeaderLines writes the header lines in raw, a request's header block
-// as sent, to b, but for Expect: fasthttp answers a 100-continue itself, and
-// net/http would send a second one.
+// writeHeaderLines writes the header lines in raw, the header block of a
+// request that expects 100-continue, to b, but for Expect: fasthttp has
+// sent the 100 Continue, and net/http would send a second one.
 func writeHeaderLines(b *bytes.Buffer, raw []byte) {
 	for line := range bytes.Lines(raw) {
 		name, _, _ := bytes.Cut(line, []byte(":"))
@@ -144,10 +149,12 @@ func serveFrontUntil(ctx context.Context, f *front, ln net.Listener, log *slog.L
 		go func() { errc <- f.fast.Serve(f.fastConns) }()
 		go func() { errc <- f.slow.Serve(f.handoff) }()
 		go func() { errc <- f.accept(ln, log) }()
+		// One ends only once its listener is closed: close all three,
+		// so that none serves on; runUntil's shutdown is for a stop.
 		err := <-errc
 		ln.Close()
-		f.fast.Shutdown()
-		f.slow.Close()
+		f.fastConns.Close()
+		f.handoff.Close()
 		return err
 	}
 	return runUntil(ctx, serve, f.shutdown(ln), log)
@@ -295,13 +302,16 @@ type countedConn struct {
 	once    sync.Once
 }
 
+func (c *countedConn) CloseWrite() error { return closeWrite(c.Conn) }
+
 func (c *countedConn) Close() error {
 	c.once.Do(c.counter.done)
 	return c.Conn.Close()
 }
 
-// handedConn is a connection handed off, whose reads start with the
-// request fasthttp read.
+// handedConn is a connection given to a server with bytes already read
+// from it (a request's first bytes, or a request fasthttp read), which its
+// reads return first.
 type handedConn struct {
 	net.Conn
 	r io.Reader
@@ -309,8 +319,10 @@ type handedConn struct {
 
 func (c *handedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// handoffListener is the slow server's listener: it accepts the connections
-// the front hands off.
+func (c *handedConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// handoffListener is the listener of one of a front's servers: it accepts
+// the connections the front gives that server.
 type handoffListener struct {
 	conns chan net.Conn
 	done  chan struct{}
@@ -321,7 +333,7 @@ func newHandoffListener() *handoffListener {
 	return &handoffListener{conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
-// hand gives c to the slow server; once it has stopped, c is closed.
+// hand gives c to the listener's server; once it is closed, c is closed.
 func (l *handoffListener) hand(c net.Conn) {
 	select {
 	case l.conns <- c:

@@ -29,6 +29,10 @@ func startFront(t *testing.T) (string, func() error) {
 func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func() error) {
 	t.Helper()
 	slow := publicLimits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/halfclose" {
+			halfClose(w)
+			return
+		}
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -77,6 +81,28 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 // longBase is a base path longer than any fixed buffer a front might peek
 // into.
 var longBase = "/" + strings.Repeat("p", 100)
+
+// halfClose takes the connection from net/http, writes "half-closed" (or
+// why it cannot) and half-closes it, then waits for the client to close.
+func halfClose(w http.ResponseWriter) {
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		fmt.Fprintf(c, "%T cannot be half-closed", c)
+		return
+	}
+	io.WriteString(c, "half-closed")
+	if err := cw.CloseWrite(); err != nil {
+		fmt.Fprintf(c, ": %v", err)
+		return
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	io.Copy(io.Discard, c)
+}
 
 // frontConn is a client connection to a front that reads answers in turn.
 type frontConn struct {
@@ -150,7 +176,8 @@ func TestFrontHandsOffTheConnection(t *testing.T) {
 // 100 Continue, not a second from net/http, and its body reaches the slow
 // server, whether it comes first on its connection (net/http's from the
 // start) or after a fast read (handed off from fasthttp, which has
-// answered the expectation).
+// answered the expectation); any other expectation reaches net/http, which
+// refuses it with a 417.
 func TestFrontContinuesOnce(t *testing.T) {
 	addr, _ := startFront(t)
 	for _, first := range []bool{true, false} {
@@ -177,6 +204,17 @@ func TestFrontContinuesOnce(t *testing.T) {
 		if code != http.StatusOK || body != "slow POST /up [] 5 hello" {
 			t.Errorf("first %v: answer %d %q, want the slow server's with the body", first, code, body)
 		}
+	}
+	// An expectation fasthttp does not answer reaches net/http with the
+	// request handed off, and net/http refuses it.
+	c := dialFront(t, addr)
+	io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n"+
+		"POST /up HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: 0\r\n\r\n")
+	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+		t.Fatalf("GET /fast: %d %q", code, body)
+	}
+	if code, _ := c.answer(t); code != http.StatusExpectationFailed {
+		t.Errorf("Expect: something, handed off: %d, want 417", code)
 	}
 }
 
@@ -244,6 +282,8 @@ func TestFrontLimits(t *testing.T) {
 		code int
 	}{
 		{"GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", maxHeader) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"GET /slow HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", maxHeader) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge},
+		{"GET /slow HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 15<<10) + "\r\n\r\n", http.StatusOK},
 		{"GET /fast HTTP/1.1\r\n\r\n", http.StatusBadRequest},
 		{"BLAH\r\n\r\n", http.StatusBadRequest},
 		{"GET /fast HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 15<<10) + "\r\n\r\n", http.StatusOK},
@@ -311,5 +351,29 @@ func TestFrontPanicAnswers500(t *testing.T) {
 	}
 	if s := logged.String(); !strings.Contains(s, "boom") || !strings.Contains(s, "front.go") {
 		t.Errorf("the panic was not logged with its stack: %q", s)
+	}
+}
+
+// TestFrontConnectionsHalfClose: the connection a net/http handler gets,
+// net/http's from the start or handed off from fasthttp, half-closes the
+// socket beneath when asked, as net/http asks before it closes one whose
+// request it did not read whole (a 431, a create over the size limit), so
+// that the client reads the answer rather than a reset.
+func TestFrontConnectionsHalfClose(t *testing.T) {
+	addr, _ := startFront(t)
+	for _, first := range []bool{true, false} {
+		c := dialFront(t, addr)
+		if !first {
+			io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+			if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
+				t.Fatalf("GET /fast: %d %q", code, body)
+			}
+		}
+		io.WriteString(c, "GET /halfclose HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(c.br)
+		if err != nil || string(got) != "half-closed" {
+			t.Errorf("first %v: read %q, %v; want \"half-closed\" and the end of the stream", first, got, err)
+		}
 	}
 }

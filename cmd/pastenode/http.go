@@ -51,8 +51,11 @@ func (l httpLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           withBodyDeadline(h, l.body),
 		ReadHeaderTimeout: l.header,
 		IdleTimeout:       l.idle,
-		MaxHeaderBytes:    maxHeader,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// net/http reads 4 KiB beyond MaxHeaderBytes before it answers
+		// 431: the request line and headers together stay within
+		// maxHeader, as on fasthttp.
+		MaxHeaderBytes: maxHeader - 4<<10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if !socketStallLimit() {
 		srv.WriteTimeout = l.stall
