@@ -88,6 +88,10 @@ func appendPaste(b []byte, p *Paste) []byte {
 	return b
 }
 
+// AppendPaste appends p to b as msgpack.Marshal encodes a Paste: how a
+// leader answers a forwarded create without reflection.
+func AppendPaste(b []byte, p *Paste) []byte { return appendPaste(b, p) }
+
 // EncodeBatch returns batch as a msgpack array of bins, the bytes
 // msgpack.Marshal makes of it: the body of a follower's forward call.
 func EncodeBatch(batch [][]byte) []byte {

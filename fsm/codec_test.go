@@ -174,6 +174,27 @@ func TestBatchCodecIsMsgpack(t *testing.T) {
 	}
 }
 
+func TestAppendPasteIsMsgpackMarshal(t *testing.T) {
+	var pastes int
+	for i, c := range codecCommands(5, 300) {
+		if c.Paste == nil {
+			continue
+		}
+		pastes++
+		want, err := msgpack.Marshal(c.Paste)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendPaste([]byte{0xa1}, c.Paste)
+		if !bytes.Equal(got[1:], want) || got[0] != 0xa1 {
+			t.Fatalf("paste %d: AppendPaste = %x; msgpack.Marshal = %x", i, got[1:], want)
+		}
+	}
+	if pastes < 50 {
+		t.Fatalf("only %d of the commands carry a paste", pastes)
+	}
+}
+
 // checkBatchAgrees checks that DecodeBatch reads b as msgpack.Unmarshal
 // does.
 func checkBatchAgrees(t *testing.T, b []byte) {

