@@ -25,7 +25,8 @@ func startFront(t *testing.T) (string, func() error) {
 }
 
 // startFrontWith is startFront with limits l and the front logging to log;
-// its fast side panics on GET /boom.
+// its fast side panics on GET /boom, and reads the body of POST /fastbody
+// and answers with its length.
 func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func() error) {
 	t.Helper()
 	slow := publicLimits.server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +46,16 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 			ctx.SetBodyString("half an answer")
 			panic("boom")
 		}
+		if ctx.IsPost() && string(ctx.Path()) == "/fastbody" {
+			body, err := io.ReadAll(ctx.RequestBodyStream())
+			if err != nil {
+				ctx.SetConnectionClose()
+				ctx.Error(err.Error(), http.StatusRequestTimeout)
+				return true
+			}
+			fmt.Fprintf(ctx, "fast %d", len(body))
+			return true
+		}
 		if !strings.HasSuffix(string(ctx.Path()), "/fast") || !ctx.IsGet() {
 			return false
 		}
@@ -58,7 +69,7 @@ func startFrontWith(t *testing.T, l httpLimits, log *slog.Logger) (string, func(
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveFrontUntil(ctx, l.newFront(slow, fast, []string{"GET /fast", "GET /boom", "GET " + longBase + "/fast"}, log), ln, log)
+		done <- serveFrontUntil(ctx, l.newFront(slow, fast, []string{"GET /fast", "GET /boom", "GET " + longBase + "/fast", "POST /fastbody"}, log), ln, log)
 	}()
 	stopped := false
 	stop := func() error {
@@ -270,6 +281,40 @@ func TestFrontRoutesByTheFirstBytes(t *testing.T) {
 	io.WriteString(c, "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
 	if code, body := c.answer(t); code != http.StatusOK || body != "fast" {
 		t.Errorf("after a connection closed at once: %d %q", code, body)
+	}
+}
+
+// TestFrontGivesABodyItsTime: a body the fast side reads has the body's
+// limit to come once the headers are in, as a handed-off one has on
+// net/http, not the headers' limit, counted from the request's first
+// byte; and no more.
+func TestFrontGivesABodyItsTime(t *testing.T) {
+	l := publicLimits
+	l.header, l.body = 300*time.Millisecond, 1500*time.Millisecond
+	addr, _ := startFrontWith(t, l, slog.New(slog.DiscardHandler))
+	for _, path := range []string{"/fastbody", "/slow"} {
+		c := dialFront(t, addr)
+		io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+		for range 2 {
+			time.Sleep(2 * l.header)
+			io.WriteString(c, "12345")
+		}
+		code, body := c.answer(t)
+		if code != http.StatusOK || !strings.HasSuffix(body, " 10 1234512345") && body != "fast 10" {
+			t.Errorf("POST %s, its body in two parts %s apart: %d %q", path, 2*l.header, code, body)
+		}
+	}
+	// The slow side's limits are publicLimits: only the fast side's is l's.
+	for _, path := range []string{"/fastbody"} {
+		c := dialFront(t, addr)
+		io.WriteString(c, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+		start := time.Now()
+		if _, err := io.ReadAll(c.br); err != nil {
+			t.Errorf("POST %s, half its body: %v", path, err)
+		}
+		if d := time.Since(start); d < l.body/2 || d > 3*l.body {
+			t.Errorf("POST %s, half its body: closed after %s; the body's limit is %s", path, d, l.body)
+		}
 	}
 }
 
