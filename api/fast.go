@@ -11,8 +11,9 @@ import (
 	"github.com/pastenode/pastenode/ui"
 )
 
-// ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
-// paste's raw bytes (GET or HEAD of /raw/{id}, no body, no query, no
+// ServeFast answers ctx, on a fasthttp server, if it is a plain create
+// (fastCreate: it runs Handler on it), or a plain read of a paste's raw
+// bytes (GET or HEAD of /raw/{id}, no body, no query, no
 // escapes, no conditional or Range headers, no stale read asked for) and the paste is
 // there and does not burn, with the answer Handler would give: the same
 // headers and bytes, counted in the raw route's metrics. It reports
@@ -20,6 +21,10 @@ import (
 // a missing paste among them, so that the rules of errors, burns and
 // conditional answers live in one place.
 func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
+	if s.fastCreate(ctx) {
+		s.serveCreate(ctx)
+		return true
+	}
 	if !ctx.IsGet() && !ctx.IsHead() {
 		return false
 	}
@@ -59,11 +64,12 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// FastStarts are the first bytes of the requests ServeFast may answer, as
-// they come on the wire: a front may send a connection whose first request
+// FastStarts are the first bytes of the requests ServeFast may answer
+// (raw reads and creates), as they come on the wire: a front may send a connection whose first request
 // starts otherwise straight to Handler.
 func (s *Server) FastStarts() []string {
-	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix)}
+	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix),
+		"POST " + string(s.createPath) + " ", "POST " + string(s.createPath) + "?"}
 }
 
 // rawHeaderPool holds the header maps ServeFast fills.

@@ -147,9 +147,12 @@ type Server struct {
 	started time.Time
 
 	// rawPrefix is the path of the raw route up to its id, and
-	// rawMetrics its instruments, for ServeFast.
+	// rawMetrics its instruments, for ServeFast; createPath the path of
+	// a create, and whole the handler ServeFast runs creates on.
 	rawPrefix  []byte
 	rawMetrics *routeMetrics
+	createPath []byte
+	whole      http.Handler
 }
 
 // NewServer returns the API for cfg.
@@ -164,7 +167,8 @@ func NewServer(cfg Config) (*Server, error) {
 		limiter: newLimiter(cfg.RateLimit),
 		started: time.Now(),
 
-		rawPrefix: []byte(cfg.BasePath + "/raw/"),
+		rawPrefix:  []byte(cfg.BasePath + "/raw/"),
+		createPath: []byte(cfg.BasePath + "/"),
 	}
 	s.metrics = newMetrics(cfg.Store)
 	if cfg.CreateTokensFile != "" {
@@ -175,6 +179,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.routes()
 	s.instrumentRoutes(s.router)
+	s.whole = s.Handler()
 	return s, nil
 }
 

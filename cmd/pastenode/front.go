@@ -19,16 +19,16 @@ import (
 // front serves a node's plain HTTP connections on fasthttp, on which a raw
 // read costs the node about 40% less CPU than on net/http (BENCHMARKS.md),
 // without moving the API off net/http. A connection whose first request starts as
-// one fast may answer (the API's plain raw reads: api.Server.ServeFast,
-// api.Server.FastStarts) goes to the fasthttp server, and every other to
-// slow, net/http's server of the whole API, at once (route). On fasthttp,
-// each request fast answers is answered there; at the first it does not,
-// the connection is handed to slow, that request included, for the rest of
-// its life (handOff). So everything but those reads (creates and their
-// bodies, pages, errors, conditional answers, the export's progress
-// answers) is served by net/http exactly as it is without a front, and a
-// client that only reads raw bytes (curl, a script, a cache) never leaves
-// fasthttp.
+// one fast may answer (the API's plain raw reads and creates:
+// api.Server.ServeFast, api.Server.FastStarts) goes to the fasthttp server,
+// and every other to slow, net/http's server of the whole API, at once
+// (route). On fasthttp, each request fast answers is answered there; at the
+// first it does not, the connection is handed to slow, that request
+// included, for the rest of its life (handOff). So everything else (pages,
+// errors, conditional answers, chunked or oversized bodies, the export's
+// progress answers) is served by net/http exactly as it is without a
+// front, and a client that only reads raw bytes or creates (curl, a
+// script, a cache) never leaves fasthttp.
 type front struct {
 	fast *fasthttp.Server
 	slow *http.Server

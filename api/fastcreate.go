@@ -1,0 +1,121 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/valyala/fasthttp"
+)
+
+// A create on fasthttp. Serving curl's POST on net/http cost the node that
+// takes it more than the create itself: under wrk's creates through a
+// follower, net/http's serving was 47% of that node's CPU and the handler
+// 17% (BENCHMARKS.md). ServeFast takes the plain creates (fastCreate) and
+// runs Handler on them, through an http.Request made of the fasthttp one
+// and a ResponseWriter that answers on it, so that every rule of a create
+// (options, forms, tokens, rate limits, errors, metrics, headers) is the
+// one Handler applies on net/http.
+
+// fastCreate reports whether ServeFast takes ctx as a create: a POST of
+// Config.BasePath + "/", with or without a query, whose body's length is
+// known and within the paste size limit. Everything else (a chunked body,
+// a larger one, which net/http refuses as it reads) is left to Handler.
+func (s *Server) fastCreate(ctx *fasthttp.RequestCtx) bool {
+	if !ctx.IsPost() {
+		return false
+	}
+	if path, _, _ := bytes.Cut(ctx.RequestURI(), []byte("?")); !bytes.Equal(path, s.createPath) {
+		return false
+	}
+	n := ctx.Request.Header.ContentLength()
+	return n > 0 && int64(n) <= s.cfg.MaxPasteSize
+}
+
+// serveCreate runs the whole API's handler on ctx, a request fastCreate
+// took. The handler reads the body from the connection, as on net/http,
+// in the same time (the front's limit, cmd/pastenode); fasthttp then
+// discards what it left unread up to 256 KiB, as net/http does, and
+// closes the connection after the answer when more is left.
+func (s *Server) serveCreate(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	u, err := url.ParseRequestURI(string(ctx.RequestURI()))
+	if err != nil {
+		ctx.SetConnectionClose()
+		ctx.Error("malformed request URI\n", http.StatusBadRequest)
+		return
+	}
+	header := make(http.Header, 8)
+	for k, v := range h.All() {
+		if string(k) != fasthttp.HeaderHost {
+			header.Add(string(k), string(v))
+		}
+	}
+	// The front streams bodies; a server that does not has read it.
+	var src io.Reader = ctx.RequestBodyStream()
+	if src == nil {
+		src = bytes.NewReader(ctx.Request.Body())
+	}
+	r := &http.Request{
+		Method:        http.MethodPost,
+		URL:           u,
+		Proto:         string(h.Protocol()),
+		ProtoMajor:    1,
+		Header:        header,
+		Body:          io.NopCloser(src),
+		ContentLength: int64(h.ContentLength()),
+		Host:          string(h.Host()),
+		RemoteAddr:    ctx.RemoteAddr().String(),
+		RequestURI:    string(ctx.RequestURI()),
+	}
+	if h.IsHTTP11() {
+		r.ProtoMinor = 1
+	}
+	w := &fastResponse{ctx: ctx, header: make(http.Header, 8)}
+	s.whole.ServeHTTP(w, r.WithContext(ctx))
+	w.finish()
+}
+
+// fastResponse is an http.ResponseWriter that answers a fasthttp request
+// as net/http's server would answer it: the headers as they were when the
+// status was written, a Content-Type sniffed from the first bytes when the
+// handler set none, 200 when it wrote nothing.
+type fastResponse struct {
+	ctx    *fasthttp.RequestCtx
+	header http.Header
+	wrote  bool
+}
+
+func (w *fastResponse) Header() http.Header { return w.header }
+
+func (w *fastResponse) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	rh := &w.ctx.Response.Header
+	for k, vs := range w.header {
+		for _, v := range vs {
+			rh.Add(k, v)
+		}
+	}
+	w.ctx.SetStatusCode(code)
+}
+
+func (w *fastResponse) Write(p []byte) (int, error) {
+	if !w.wrote {
+		if _, ok := w.header["Content-Type"]; !ok && len(p) > 0 {
+			w.header.Set("Content-Type", http.DetectContentType(p))
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ctx.Write(p)
+}
+
+// finish writes the status if the handler wrote nothing.
+func (w *fastResponse) finish() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+}
