@@ -168,25 +168,6 @@ func TestServeFastCreateKeepsTheConnection(t *testing.T) {
 	}
 }
 
-// wireResponse sends r with c and records the answer.
-func wireResponse(t *testing.T, c *http.Client, r *http.Request) *httptest.ResponseRecorder {
-	t.Helper()
-	resp, err := c.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	rec := httptest.NewRecorder()
-	for k, v := range resp.Header {
-		rec.Header()[k] = v
-	}
-	rec.WriteHeader(resp.StatusCode)
-	if _, err := io.Copy(rec, resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	return rec
-}
-
 // TestFastResponseAsNetHTTP: fastResponse answers as net/http's server
 // does: 200 when the handler writes nothing or only a body, the
 // Content-Type sniffed from the first bytes when none was set, the

@@ -322,7 +322,14 @@ func wireAnswer(t *testing.T, c *http.Client, base, method, path string, header 
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := c.Do(req)
+	return wireResponse(t, c, req)
+}
+
+// wireResponse sends r with c and records the answer as it came, its
+// Transfer-Encoding among the headers.
+func wireResponse(t *testing.T, c *http.Client, r *http.Request) *httptest.ResponseRecorder {
+	t.Helper()
+	resp, err := c.Do(r)
 	if err != nil {
 		t.Fatal(err)
 	}
