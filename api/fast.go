@@ -13,8 +13,8 @@ import (
 
 // ServeFast answers ctx, on a fasthttp server, if it is a plain create
 // (fastCreate: it runs Handler on it), or a plain read of a paste's raw
-// bytes (GET or HEAD of /raw/{id}, no body, no query, no
-// escapes, no conditional or Range headers, no stale read asked for) and the paste is
+// bytes (GET or HEAD of /raw/{id}, no body, no query, no escapes, no
+// conditional or Range headers, no stale read asked for) and the paste is
 // there and does not burn, with the answer Handler would give: the same
 // headers and bytes, counted in the raw route's metrics. It reports
 // whether it answered. It leaves everything else unanswered for Handler,
@@ -65,8 +65,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 }
 
 // FastStarts are the first bytes of the requests ServeFast may answer
-// (raw reads and creates), as they come on the wire: a front may send a connection whose first request
-// starts otherwise straight to Handler.
+// (raw reads and creates), as they come on the wire: a front may send a
+// connection whose first request starts otherwise straight to Handler.
 func (s *Server) FastStarts() []string {
 	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix),
 		"POST " + string(s.createPath) + " ", "POST " + string(s.createPath) + "?"}

@@ -67,6 +67,9 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 		DisablePreParseMultipartForm: true,
 		KeepHijackedConns:            true,
 		ReadTimeout:                  l.header,
+		IdleTimeout:                  l.idle,
+		ReadBufferSize:               maxHeader,
+		CloseOnShutdown:              true,
 		// A request with a body gets l.body to send it once its headers
 		// are in, as withBodyDeadline gives it on net/http: fasthttp
 		// reads up to 8 KiB of it before the handler, and a create
@@ -77,9 +80,6 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 			}
 			return fasthttp.RequestConfig{}
 		},
-		IdleTimeout:     l.idle,
-		ReadBufferSize:  maxHeader,
-		CloseOnShutdown: true,
 		// A malformed request is answered with its reason and logged only
 		// at debug (net/http does not log it): a client could fill the log
 		// with them.
