@@ -70,16 +70,7 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 		IdleTimeout:                  l.idle,
 		ReadBufferSize:               maxHeader,
 		CloseOnShutdown:              true,
-		// A request with a body gets l.body to send it once its headers
-		// are in, as withBodyDeadline gives it on net/http: fasthttp
-		// reads up to 8 KiB of it before the handler, and a create
-		// (api.Server.ServeFast) reads the rest.
-		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-			if h.ContentLength() != 0 {
-				return fasthttp.RequestConfig{ReadTimeout: l.body}
-			}
-			return fasthttp.RequestConfig{}
-		},
+		HeaderReceived:               l.bodyTime,
 		// A malformed request is answered with its reason and logged only
 		// at debug (net/http does not log it): a client could fill the log
 		// with them.
@@ -90,6 +81,19 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 		f.fast.WriteTimeout = l.stall
 	}
 	return f
+}
+
+// bodyTime gives a request with a body (a length, or chunked) l.body to
+// send it once its headers are in, as withBodyDeadline gives it on
+// net/http: fasthttp reads up to 8 KiB of it before the handler, and a
+// create (api.Server.ServeFast) or a handoff reads the rest. A request
+// without one (every read: fasthttp says -2) keeps the deadline it has,
+// at no cost.
+func (l httpLimits) bodyTime(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if n := h.ContentLength(); n > 0 || n == -1 {
+		return fasthttp.RequestConfig{ReadTimeout: l.body}
+	}
+	return fasthttp.RequestConfig{}
 }
 
 // answerFast reports whether fast answered ctx. A panic in fast (a bug) is

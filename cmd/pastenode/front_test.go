@@ -318,6 +318,27 @@ func TestFrontGivesABodyItsTime(t *testing.T) {
 	}
 }
 
+// TestFrontBodyTimeOnlyForBodies: only a request with a body gets the
+// body's time; a read, which has none, sets no deadline of its own.
+func TestFrontBodyTimeOnlyForBodies(t *testing.T) {
+	for req, want := range map[string]time.Duration{
+		"GET /raw/x HTTP/1.1\r\nHost: x\r\n\r\n":                           0,
+		"HEAD /raw/x HTTP/1.0\r\n\r\n":                                     0,
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n":          0,
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n":         publicLimits.body,
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n": publicLimits.body,
+		"GET /raw/x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n":      publicLimits.body,
+	} {
+		var h fasthttp.RequestHeader
+		if err := h.Read(bufio.NewReader(strings.NewReader(req))); err != nil {
+			t.Fatalf("%q: %v", req, err)
+		}
+		if got := publicLimits.bodyTime(&h).ReadTimeout; got != want {
+			t.Errorf("%q: read timeout %s, want %s", req, got, want)
+		}
+	}
+}
+
 // TestFrontLimits: request headers over maxHeader get a 431 with a
 // one-line reason, malformed requests a 400, and the front keeps serving.
 func TestFrontLimits(t *testing.T) {
