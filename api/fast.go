@@ -22,8 +22,7 @@ import (
 // conditional answers live in one place.
 func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	if s.fastCreate(ctx) {
-		s.serveCreate(ctx)
-		return true
+		return s.serveCreate(ctx)
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
 		return false
