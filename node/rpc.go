@@ -44,24 +44,17 @@ func (r applyReply) EncodeMsgpack(enc *msgpack.Encoder) error {
 			n++
 		}
 	}
-	if err := enc.EncodeMapLen(n); err != nil {
-		return err
-	}
-	_ = enc.EncodeString("i")
-	_ = enc.EncodeUint64(r.Index)
+	err := errors.Join(enc.EncodeMapLen(n), enc.EncodeString("i"), enc.EncodeUint64(r.Index))
 	if r.Paste != nil {
-		_ = enc.EncodeString("p")
-		_ = enc.Encode(msgpack.RawMessage(fsm.AppendPaste(nil, r.Paste)))
+		err = errors.Join(err, enc.EncodeString("p"), enc.Encode(msgpack.RawMessage(fsm.AppendPaste(nil, r.Paste))))
 	}
 	if r.Err != "" {
-		_ = enc.EncodeString("e")
-		_ = enc.EncodeString(r.Err)
+		err = errors.Join(err, enc.EncodeString("e"), enc.EncodeString(r.Err))
 	}
 	if r.Msg != "" {
-		_ = enc.EncodeString("m")
-		return enc.EncodeString(r.Msg)
+		err = errors.Join(err, enc.EncodeString("m"), enc.EncodeString(r.Msg))
 	}
-	return nil
+	return err
 }
 
 // errorCodes carry sentinel errors across the wire.
