@@ -102,6 +102,17 @@ type arena struct {
 // adviseSlab is adviseFill, or what a test records instead.
 var adviseSlab = adviseFill
 
+// populateSlab makes a slab that applies fill resident when it is
+// allocated (populate), or is what a test records instead. Writes fill a
+// slab a record at a time, and the first write to each of its pages
+// faulted: on this project's benchmark machine (a virtual machine, where
+// a fault goes through the host) a fault cost 10-11 µs a page, and the
+// advice 0.5-0.6 µs a page, so that a slab of 4 MiB cost about 11 ms of
+// faults against 0.6 ms populated, and a create of 1 KiB about 3 µs on
+// every node (BENCHMARKS.md). The price is that the current slab is
+// resident whole from its first record: at most slabSize more.
+var populateSlab = populate
+
 // hugeSlabs has adviseFill prepare the slabs allocated from now on (huge
 // pages where they pay, then every page made resident), or, with on
 // false, ends that and takes back the huge page advice given: what is
@@ -325,7 +336,9 @@ func (a *arena) copy(rec []byte) ref {
 func (a *arena) alloc(n int) ref {
 	room := (n + 7) &^ 7 // records start 8-byte aligned
 	if n > largeRecord {
-		return ref{&slab{buf: make([]byte, n), used: n, live: room}, 0, uint32(n)}
+		s := &slab{buf: make([]byte, n), used: n, live: room}
+		populateSlab(s.buf)
+		return ref{s, 0, uint32(n)}
 	}
 	if a.cur == nil || len(a.cur.buf)-a.cur.used < room {
 		if a.cur != nil {
@@ -335,6 +348,8 @@ func (a *arena) alloc(n int) ref {
 		if a.advised != nil {
 			adviseSlab(a.cur.buf, true)
 			a.advised = append(a.advised, a.cur.buf)
+		} else {
+			populateSlab(a.cur.buf)
 		}
 	}
 	s := a.cur
