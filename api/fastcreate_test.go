@@ -2,12 +2,14 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -212,5 +214,90 @@ func TestFastResponseAsNetHTTP(t *testing.T) {
 			t.Errorf("%s: %d %v %q; net/http's recorder %d %v %q", name, ctx.Response.StatusCode(), got,
 				ctx.Response.Body(), want.Code, wantHeader, want.Body)
 		}
+	}
+}
+
+// TestFastContext: a create on fasthttp runs with a context of the
+// context package's own that ends when the server shuts down, one per
+// server: contexts derived from it start no goroutine each, as they did
+// from the RequestCtx.
+func TestFastContext(t *testing.T) {
+	s := hotAPI(t, nil, "")
+	done := make(chan struct{})
+	ctx := s.fastContext(done)
+	if again := s.fastContext(done); again != ctx {
+		t.Fatal("a second create on the same server got a context of its own")
+	}
+	if s.fastContext(make(chan struct{})) == ctx {
+		t.Fatal("another server's creates got the same context")
+	}
+	if s.fastContext(nil) != context.Background() {
+		t.Fatal("a server that never shuts down: not context.Background")
+	}
+
+	before := runtime.NumGoroutine()
+	var cancels []context.CancelFunc
+	for range 1000 {
+		_, cancel := context.WithTimeout(ctx, time.Hour)
+		cancels = append(cancels, cancel)
+	}
+	if n := runtime.NumGoroutine() - before; n > 100 {
+		t.Errorf("1000 contexts derived from a create's started %d goroutines", n)
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
+
+	close(done)
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context did not end with the server")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := s.fastDone.Load((<-chan struct{})(done)); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a server that shut down is still remembered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestServeFastCreateContext: ServeFast runs a create with fastContext's
+// context of its server, which ends at the server's shutdown.
+func TestServeFastCreateContext(t *testing.T) {
+	p := &fsm.Paste{ID: "abcdefgh", Content: []byte("hello\n"), CreatedAt: 1e18}
+	p.Seal()
+	s := hotAPI(t, p, "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { s.ServeFast(ctx) }}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	resp, err := http.Post("http://"+ln.Addr().String()+"/", "text/plain", strings.NewReader("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	var ctx context.Context
+	s.fastDone.Range(func(_, v any) bool { ctx = v.(context.Context); return true })
+	if ctx == nil {
+		t.Fatal("the create did not run with its server's context")
+	}
+	if err := srv.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the create's context did not end at the server's shutdown")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -153,6 +154,9 @@ type Server struct {
 	rawMetrics *routeMetrics
 	createPath []byte
 	whole      http.Handler
+	// fastDone holds the context of each fasthttp server's shutdown
+	// (fastContext).
+	fastDone sync.Map // <-chan struct{} -> context.Context
 }
 
 // NewServer returns the API for cfg.
