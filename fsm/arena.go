@@ -105,12 +105,12 @@ var adviseSlab = adviseFill
 // populateSlab makes a slab that applies fill resident when it is
 // allocated (populate), or is what a test records instead. Writes fill a
 // slab a record at a time, and the first write to each of its pages
-// faulted: on this project's benchmark machine (a virtual machine, where
-// a fault goes through the host) a fault cost 10-11 µs a page, and the
-// advice 0.5-0.6 µs a page, so that a slab of 4 MiB cost about 11 ms of
-// faults against 0.6 ms populated, and a create of 1 KiB about 3 µs on
-// every node (BENCHMARKS.md). The price is that the current slab is
-// resident whole from its first record: at most slabSize more.
+// faulted: on a benchmark machine of 2026-12-04 (a virtual machine whose
+// host backs a page at its first write) a page cost 10-11 µs that way,
+// and 5.4 µs populated (0.6 µs for the advice, 4.8 µs for the host at the
+// first write), so that a create of 1 KiB cost about 2 µs less on every
+// node (BENCHMARKS.md). The price is that the current slab is resident
+// whole from its first record: at most slabSize more.
 var populateSlab = populate
 
 // hugeSlabs has adviseFill prepare the slabs allocated from now on (huge
