@@ -97,7 +97,7 @@ type arena struct {
 	// start can afford and an apply should not. Nor, once the restore is
 	// over, whatever the heap puts where a restored slab was.
 	advised [][]byte
-	// ahead delivers the slab a restore fills next (prepareAhead), nil
+	// ahead delivers the slab a restore fills next (restoreSlab), nil
 	// when none is being prepared.
 	ahead chan []byte
 }
