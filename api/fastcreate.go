@@ -86,10 +86,10 @@ func (s *Server) serveCreate(ctx *fasthttp.RequestCtx) bool {
 // shutdown closes done (what its RequestCtx's Done returns): one that
 // ends when done closes, made once per server. The RequestCtx itself is
 // a context that ends then too, but not one of the context package's
-// own, so that every context derived from it (a create's deadline, its
-// forward call's) started a goroutine to watch it: 4-5 µs of a create's
-// CPU on the follower that took wrk's creates (BENCHMARKS.md). Derived
-// from this one, they cost what they cost on net/http.
+// own, so that every context derived from it (node.Node's deadline for
+// the create's proposal) started a goroutine to watch it: 4-5 µs of a
+// create's CPU on the follower that took wrk's creates (BENCHMARKS.md).
+// Derived from this one, they start none.
 func (s *Server) fastContext(done <-chan struct{}) context.Context {
 	if done == nil {
 		return context.Background()

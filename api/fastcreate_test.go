@@ -219,8 +219,8 @@ func TestFastResponseAsNetHTTP(t *testing.T) {
 
 // TestFastContext: a create on fasthttp runs with a context of the
 // context package's own that ends when the server shuts down, one per
-// server: contexts derived from it start no goroutine each, as they did
-// from the RequestCtx.
+// server: contexts derived from it start no goroutine each, unlike those
+// derived from the RequestCtx.
 func TestFastContext(t *testing.T) {
 	s := hotAPI(t, nil, "")
 	done := make(chan struct{})

@@ -140,10 +140,9 @@ func (a *arena) hugeSlabs(on bool) {
 // and written to once in every page, and starts to prepare the one after
 // it on a goroutine of its own. Even populated, a page cost the host 4.8
 // µs at the process's first write to it on a benchmark machine of
-// 2026-12-04 (a virtual machine), so that a restore of 100k pastes of 1
-// KiB spent about 130 ms at its first write to each page of its slabs;
-// the restore fills one slab while the next is prepared on the other
-// core (BENCHMARKS.md). The slab prepared last is an arena's only slab
+// 2026-12-04 (a virtual machine): some 130 ms for the 27k pages of a
+// restore of 100k pastes of 1 KiB, by that figure. The restore fills one
+// slab while the next is prepared on the other core (BENCHMARKS.md). The slab prepared last is an arena's only slab
 // more than its records need, and hugeSlabs(false) takes it back.
 func (a *arena) restoreSlab() []byte {
 	var b []byte

@@ -66,9 +66,11 @@ func TestRestoreAdvisesHugePages(t *testing.T) {
 	}
 }
 
-// TestRestorePreparesTheNextSlab: a restore takes its slabs whole, each
-// written to in every page before, and the one it takes next is prepared
-// while it fills the one before.
+// TestRestorePreparesTheNextSlab: a restore takes whole slabs of zeros,
+// the one it takes next is being prepared while it fills the one before,
+// and none is pending once the restore ends. (That prepareSlab writes to
+// every page has no effect a test can see: it is what the host charges
+// for, BENCHMARKS.md.)
 func TestRestorePreparesTheNextSlab(t *testing.T) {
 	a := &arena{}
 	a.hugeSlabs(true)
