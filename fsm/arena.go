@@ -142,8 +142,9 @@ func (a *arena) hugeSlabs(on bool) {
 // µs at the process's first write to it on a benchmark machine of
 // 2026-12-04 (a virtual machine): some 130 ms for the 27k pages of a
 // restore of 100k pastes of 1 KiB, by that figure. The restore fills one
-// slab while the next is prepared on the other core (BENCHMARKS.md). The slab prepared last is an arena's only slab
-// more than its records need, and hugeSlabs(false) takes it back.
+// slab while the next is prepared on the other core (BENCHMARKS.md). The
+// slab prepared last is one its records do not need: hugeSlabs(false)
+// takes back its advice and drops it for the collector.
 func (a *arena) restoreSlab() []byte {
 	var b []byte
 	if a.ahead == nil {

@@ -95,7 +95,8 @@ func TestRestorePreparesTheNextSlab(t *testing.T) {
 
 // TestAppliesPopulateSlabs: each slab that applies fill, a shared one or
 // a large record's own, is populated once, whole, when it is allocated;
-// a restore's slabs are left to adviseFill, which populates them itself.
+// a restore's shared slabs are left to adviseFill, which populates them
+// itself (a large record's own slab is populated in a restore too).
 func TestAppliesPopulateSlabs(t *testing.T) {
 	var populated [][]byte
 	populateSlab = func(b []byte) { populated = append(populated, b) }
