@@ -33,7 +33,10 @@ import (
 // creates row 1.11x etcd rather than 0.96x, but a node with 10k pastes
 // then needed 88 MiB, over the memory row's 1.5x content + 64 MiB for
 // that size; 32 MiB less an eighth fitted and did not move the row
-// (BENCHMARKS.md). GOGC=100 in the environment restores the default.
+// (BENCHMARKS.md). Measured again with the slabs (2026-12-04): a 32 MiB
+// floor took a 3-node cluster's creates a tenth faster, and a node of 10k
+// or 30k pastes over 1.5x its content + 64 MiB right after its load (89
+// and 113 MiB). GOGC=100 in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
