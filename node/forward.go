@@ -386,7 +386,7 @@ func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, outcomes [
 	}
 	for i, c := range cmds {
 		o := &outcomes[c.at]
-		o.res, o.index, o.err = n.awaitApply(ctx, futures[i], c.cmd.Type.Removes(), forwarded)
+		o.res, o.index, o.err = n.awaitApply(ctx, futures[i], c.cmd.Type.Removes(), announces(c.cmd.Type, forwarded))
 	}
 }
 
@@ -394,16 +394,17 @@ func (n *Node) applyEach(ctx context.Context, cmds []admittedCommand, outcomes [
 // outcomes from its results.
 func (n *Node) applyAsOne(ctx context.Context, cmds []admittedCommand, outcomes []applied, forwarded bool) {
 	entry := &fsm.Command{Type: fsm.TypeBatch, Batch: make([][]byte, len(cmds))}
-	removes := false
+	removes, announce := false, false
 	for i, c := range cmds {
 		entry.Batch[i] = c.data
 		removes = removes || c.cmd.Type.Removes()
+		announce = announce || announces(c.cmd.Type, forwarded)
 	}
 	data, err := fsm.Encode(entry)
 	var res *fsm.Result
 	var index uint64
 	if err == nil {
-		res, index, err = n.awaitApply(ctx, n.startApply(ctx, data), removes, forwarded)
+		res, index, err = n.awaitApply(ctx, n.startApply(ctx, data), removes, announce)
 	}
 	if err == nil && len(res.Batch) != len(cmds) {
 		err = fmt.Errorf("%w: %d results to a batch of %d: %v", fsm.ErrBadCommand, len(res.Batch), len(cmds), res.Err)

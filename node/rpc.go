@@ -228,15 +228,31 @@ func checkForwarded(cmd *fsm.Command, now time.Time) error {
 	return nil
 }
 
+// handleReadIndex answers a follower's read index (readIndex). The
+// follower then applies up to it, which it can do only once it knows that
+// much is committed: when the follower's commit index (the query parameter
+// knownCommit) is behind the read index, or unknown (an older follower),
+// the leader announces its commit (announceCommit), or the read could wait
+// for the next AppendEntries, up to CommitTimeout when no write comes.
+// The commits of the creates a follower forwarded are announced so, when
+// that follower needs them, not each time (announces).
 func (n *Node) handleReadIndex(w http.ResponseWriter, r *http.Request) {
 	var reply applyReply
 	if index, err := n.readIndex(r.Context()); err != nil {
 		reply.Err, reply.Msg = errorCode(err), err.Error()
 	} else {
 		reply.Index = index
+		known, err := strconv.ParseUint(r.URL.Query().Get(knownCommit), 10, 64)
+		if err != nil || known < index {
+			n.announceCommit()
+		}
 	}
 	writeMsgpack(w, &reply)
 }
+
+// knownCommit, a query parameter of the read-index call, is the commit
+// index the follower asking knows of.
+const knownCommit = "commit"
 
 func writeMsgpack(w http.ResponseWriter, v any) {
 	b, err := msgpack.Marshal(v)
@@ -314,7 +330,8 @@ func (n *Node) sendBatch(ctx context.Context, batch [][]byte) ([]applyReply, err
 }
 
 func (n *Node) forwardReadIndex(ctx context.Context) (uint64, error) {
-	reply, err := n.call(ctx, http.MethodGet, "/internal/v1/read-index", nil)
+	path := "/internal/v1/read-index?" + knownCommit + "=" + strconv.FormatUint(n.raft.CommitIndex(), 10)
+	reply, err := n.call(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, err
 	}
