@@ -70,10 +70,13 @@ func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	for range 30 {
 		createOn(t, n, "x")
 	}
-	cfg, applied := n.cfg, n.raft.AppliedIndex()
+	cfg := n.cfg
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// Read after the stop: a new term's barrier (leaderBarrier, then
+	// announceCommit) may still land after the creates.
+	applied := n.raft.AppliedIndex()
 	if got := newestSnapshot(t, cfg.DataDir); got != applied {
 		t.Fatalf("after a clean stop the newest snapshot is at %d, want %d", got, applied)
 	}
@@ -97,10 +100,10 @@ func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	for range 6 {
 		createOn(t, m, "z")
 	}
-	applied = m.raft.AppliedIndex()
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	applied = m.raft.AppliedIndex()
 	if got := newestSnapshot(t, cfg.DataDir); got != applied {
 		t.Fatalf("7 pastes after a snapshot of 30, the newest snapshot is at %d, want %d", got, applied)
 	}
