@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -34,7 +35,17 @@ const (
 	TypeRemoveNode Type = 5 // record Command.ID as removed by an operator
 	TypeAllowNode  Type = 6 // forget that Command.ID was removed
 	TypeBatch      Type = 7 // apply each of Command.Batch in order
+	// TypeInitCluster gives the cluster its identity: Command.ID becomes
+	// the cluster id and Command.TokenHash the admin token's hash, unless
+	// the cluster has an id already (the first one applied wins).
+	TypeInitCluster Type = 8
+	// TypeAdminToken replaces the cluster admin token's hash with
+	// Command.TokenHash (a rotation).
+	TypeAdminToken Type = 9
 )
+
+// lastType is the newest command type this version knows.
+const lastType = TypeAdminToken
 
 func (t Type) String() string {
 	switch t {
@@ -52,6 +63,10 @@ func (t Type) String() string {
 		return "allow-node"
 	case TypeBatch:
 		return "batch"
+	case TypeInitCluster:
+		return "init-cluster"
+	case TypeAdminToken:
+		return "admin-token"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
@@ -67,9 +82,11 @@ type Command struct {
 	Now int64 `msgpack:"n,omitempty"`
 	// Paste is the paste to create.
 	Paste *Paste `msgpack:"p,omitempty"`
-	// ID is the paste (delete, consume) or node (remove, allow) concerned.
+	// ID is the paste (delete, consume) or node (remove, allow) concerned,
+	// or the new cluster's id (init-cluster).
 	ID string `msgpack:"i,omitempty"`
-	// TokenHash is HashToken of the delete token offered.
+	// TokenHash is HashToken of the delete token offered, or of the
+	// cluster's admin token (init-cluster, admin-token).
 	TokenHash []byte `msgpack:"h,omitempty"`
 	// Admin lets a delete skip the token check. Only the API sets it, after
 	// checking the admin token.
@@ -157,7 +174,7 @@ func Decode(b []byte) (*Command, error) {
 			return nil, fmt.Errorf("%w: %v", ErrBadCommand, err)
 		}
 	}
-	if c.Type < TypeCreate || c.Type > TypeBatch {
+	if c.Type < TypeCreate || c.Type > lastType {
 		return nil, fmt.Errorf("%w: unknown %s", ErrBadCommand, c.Type)
 	}
 	switch {
@@ -165,7 +182,9 @@ func Decode(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: create without a paste", ErrBadCommand)
 	case c.Type == TypeBatch && len(c.Batch) == 0:
 		return nil, fmt.Errorf("%w: empty batch", ErrBadCommand)
-	case c.Type != TypeCreate && c.Type != TypeExpire && c.Type != TypeBatch && c.ID == "":
+	case (c.Type == TypeInitCluster || c.Type == TypeAdminToken) && len(c.TokenHash) != sha256.Size:
+		return nil, fmt.Errorf("%w: %s without a token hash", ErrBadCommand, c.Type)
+	case c.Type != TypeCreate && c.Type != TypeExpire && c.Type != TypeBatch && c.Type != TypeAdminToken && c.ID == "":
 		return nil, fmt.Errorf("%w: %s without an id", ErrBadCommand, c.Type)
 	}
 	return c, nil

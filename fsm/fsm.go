@@ -48,6 +48,8 @@ type state struct {
 	tombGC  timeTree      // tombstone At and id
 	graceGC timeTree      // the same keys, of tombstones that keep a Paste
 	removed idTree[int64] // node id -> when it was removed
+	cluster string        // the cluster's id; "" until TypeInitCluster
+	admin   []byte        // HashToken of the cluster's admin token
 	clock   int64         // the largest Command.Now applied
 	index   uint64        // the last log index applied
 	removal uint64        // the last log index that removed a paste
@@ -231,6 +233,21 @@ func (f *FSM) Removed(id string) bool {
 	return ok
 }
 
+// Cluster returns the cluster's id, "" while it has none: a cluster made
+// by a version older than protocol 4 gets one once every member runs
+// protocol 4.
+func (f *FSM) Cluster() string { return f.cur.Load().cluster }
+
+// IsAdminToken reports whether token is the cluster's admin token. It is
+// false while the cluster has none.
+func (f *FSM) IsAdminToken(token string) bool {
+	want := f.cur.Load().admin
+	return len(want) > 0 && subtle.ConstantTimeCompare(HashToken(token), want) == 1
+}
+
+// HasAdminToken reports whether the cluster has an admin token.
+func (f *FSM) HasAdminToken() bool { return len(f.cur.Load().admin) > 0 }
+
 // WaitIndex blocks until the FSM has applied index, or ctx ends.
 func (f *FSM) WaitIndex(ctx context.Context, index uint64) error {
 	for {
@@ -316,6 +333,14 @@ func (t *txn) apply(c *Command) *Result {
 		return &Result{}
 	case TypeAllowNode:
 		t.removed.delete(c.ID)
+		return &Result{}
+	case TypeInitCluster:
+		if t.cluster == "" {
+			t.cluster, t.admin = c.ID, c.TokenHash
+		}
+		return &Result{}
+	case TypeAdminToken:
+		t.admin = c.TokenHash
 		return &Result{}
 	case TypeBatch:
 		return t.batch(c)

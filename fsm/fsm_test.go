@@ -271,7 +271,14 @@ func randomCommands(seed uint64, n int) []*Command {
 		case 4:
 			cmds = append(cmds, &Command{Type: TypeExpire, Now: now + skew})
 		case 5:
-			cmds = append(cmds, &Command{Type: TypeRemoveNode, ID: id, Now: now})
+			switch rng.IntN(8) {
+			case 0:
+				cmds = append(cmds, &Command{Type: TypeInitCluster, ID: "cluster-" + id, TokenHash: HashToken(req), Now: now})
+			case 1:
+				cmds = append(cmds, &Command{Type: TypeAdminToken, TokenHash: HashToken(req), Now: now})
+			default:
+				cmds = append(cmds, &Command{Type: TypeRemoveNode, ID: id, Now: now})
+			}
 		}
 	}
 	return cmds
@@ -481,7 +488,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Decode(b)
-		if err == nil && (c.Type < TypeCreate || c.Type > TypeBatch) {
+		if err == nil && (c.Type < TypeCreate || c.Type > lastType) {
 			t.Fatalf("Decode accepted type %d", c.Type)
 		}
 	})

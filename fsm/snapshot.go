@@ -53,6 +53,10 @@ type snapshotHeader struct {
 	Pastes  int    `msgpack:"p"`
 	Tombs   int    `msgpack:"t"`
 	Removed int    `msgpack:"r"`
+	// Cluster and Admin are the cluster's identity and admin token hash.
+	// Versions older than protocol 4 skip the fields they do not know.
+	Cluster string `msgpack:"cl,omitempty"`
+	Admin   []byte `msgpack:"ah,omitempty"`
 }
 
 type tombRecord struct {
@@ -107,6 +111,8 @@ func (sn *snapshot) write(w io.Writer) error {
 		Pastes:  s.pastes.len(),
 		Tombs:   s.tombs.len(),
 		Removed: s.removed.len(),
+		Cluster: s.cluster,
+		Admin:   s.admin,
 	}
 	if err := enc.Encode(&hdr); err != nil {
 		return err
@@ -223,6 +229,7 @@ func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 
 	tx := newTxn(emptyState())
 	tx.index, tx.clock = hdr.Index, hdr.Clock
+	tx.cluster, tx.admin = hdr.Cluster, hdr.Admin
 	// What the snapshot removed is unknown: count all of it as removals.
 	tx.removal = hdr.Index
 	tx.arena.hugeSlabs(true)

@@ -13,8 +13,11 @@ import "math"
 // version 2 (S2); a node writes those snapshots only once every member
 // does (FSM.SetPeerProtocol), since a leader sends its snapshot to a
 // follower that lags too far behind. Protocol 3 adds no command: it reads
-// snapshots of version 3 (records), written on the same terms.
-const ProtocolVersion = 3
+// snapshots of version 3 (records), written on the same terms. Protocol 4
+// adds the cluster's identity and admin token (TypeInitCluster,
+// TypeAdminToken); its snapshots carry them in header fields that older
+// versions skip.
+const ProtocolVersion = 4
 
 // s2Protocol and recordsProtocol are the protocols that read snapshots of
 // versions 2 and 3.
@@ -31,6 +34,8 @@ func Since(t Type) int {
 		return 1
 	case TypeBatch:
 		return 2
+	case TypeInitCluster, TypeAdminToken:
+		return 4
 	}
 	return math.MaxInt
 }
