@@ -19,6 +19,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,9 @@ var (
 	ErrUnknownNode = errors.New("unknown node id")
 	// ErrJoin means none of the seeds answered.
 	ErrJoin = errors.New("could not reach any seed")
+	// ErrForeignCluster means the seeds, or a member, belong to another
+	// cluster than this node's state: nothing is merged.
+	ErrForeignCluster = node.ErrForeignCluster
 )
 
 // Node is what the cluster needs of the local Raft node (*node.Node).
@@ -60,8 +64,18 @@ type Node interface {
 	// NewAutopilot returns an autopilot over the node's Raft.
 	NewAutopilot(app autopilot.ApplicationIntegration, opts ...autopilot.Option) *autopilot.Autopilot
 	// VerifyPeer checks over the authenticated internal RPC that the node
-	// at raftAddr is node id.
-	VerifyPeer(ctx context.Context, id, raftAddr string) error
+	// at raftAddr is node id, and returns what it says of its cluster.
+	VerifyPeer(ctx context.Context, id, raftAddr string) (node.PeerIdentity, error)
+	// ClusterID is the id of the node's cluster, "" while it has none.
+	ClusterID() string
+	// WasRemoved reports whether an operator removed the node and it waits
+	// for an explicit join; Rejoin clears that, and Rejoining reports a
+	// node that asked to come back and is not back yet.
+	WasRemoved() bool
+	Rejoin() error
+	Rejoining() bool
+	// Readmit replicates that node id, once removed, may come back.
+	Readmit(ctx context.Context, id string) error
 }
 
 // Config configures a Cluster.
@@ -120,6 +134,12 @@ type meta struct {
 	Expect   int    `msgpack:"e"`
 	HasState bool   `msgpack:"s"`
 	Proposal string `msgpack:"p,omitempty"` // hash of the bootstrap set this node proposes
+	// Cluster is the id of the node's cluster, "" while it has none:
+	// members of two clusters never merge (mergeDelegate).
+	Cluster string `msgpack:"ci,omitempty"`
+	// Rejoin is set by an operator's join of a removed node: the leader
+	// then readmits it.
+	Rejoin bool `msgpack:"rj,omitempty"`
 	// Leaving is set just before a graceful leave. Memberlist v0.6.0 never
 	// fills in Node.State for the leave event (its own state shadows it),
 	// so this is how the others tell "left" from "dead".
@@ -162,10 +182,15 @@ type Cluster struct {
 	wg        sync.WaitGroup
 	once      sync.Once
 
-	// leaveMu orders a leave of removedLoop against Close's shutdown:
+	// leaveMu orders a leave of stateLoop against Close's shutdown:
 	// memberlist panics on a leave after shutdown.
 	leaveMu  sync.Mutex
 	shutDown bool
+
+	transport  *memberlist.NetTransport // bound by Bind
+	refused    atomic.Pointer[error]    // the last foreign-cluster refusal of a merge
+	joinedOnce atomic.Bool              // the first join after the start is done
+	fatal      chan error               // see Fatal
 }
 
 // New returns a cluster for cfg. It starts nothing: call Start.
@@ -185,16 +210,49 @@ func New(cfg Config) (*Cluster, error) {
 			Expect:   cfg.BootstrapExpect,
 		},
 		members:   make(map[string]*member),
+		fatal:     make(chan error, 1),
 		wake:      make(chan struct{}, 1),
 		peersWake: make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 	}, nil
 }
 
+// Bind binds the gossip port, TCP and UDP. Start calls it when it has not
+// been called; a caller that binds every port first learns of a busy port
+// before anything touches the data dir.
+func (c *Cluster) Bind() error {
+	if c.transport != nil {
+		return nil
+	}
+	host, portStr, _ := net.SplitHostPort(c.cfg.GossipAddr)
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("gossip addr %s: bad port %q", c.cfg.GossipAddr, portStr)
+	}
+	t, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{host},
+		BindPort:  port,
+		Logger:    newMemberlistLogger(c.cfg.Logger.With("component", "gossip")),
+	})
+	if err != nil {
+		return fmt.Errorf("listen on gossip addr %s: %w", c.cfg.GossipAddr, flatten(err))
+	}
+	c.transport = t
+	return nil
+}
+
+// Fatal delivers an error after which this node cannot go on: its seeds
+// belong to another cluster than its state.
+func (c *Cluster) Fatal() <-chan error { return c.fatal }
+
 // Start joins gossip and starts the background work: seeds, bootstrap and
 // the leader's reconciliation.
 func (c *Cluster) Start(ctx context.Context) error {
 	c.self.HasState = c.node.HasState()
+	c.self.Cluster = c.node.ClusterID()
+	if err := c.Bind(); err != nil {
+		return err
+	}
 	mc, err := c.memberlistConfig()
 	if err != nil {
 		return err
@@ -207,7 +265,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	go func() { defer c.wg.Done(); c.joinLoop() }()
 	go func() { defer c.wg.Done(); c.bootstrapLoop() }()
 	go func() { defer c.wg.Done(); c.leaderLoop() }()
-	go func() { defer c.wg.Done(); c.removedLoop() }()
+	go func() { defer c.wg.Done(); c.stateLoop() }()
 	c.log.Info("gossip started", "addr", c.cfg.GossipAddr, "seeds", c.cfg.Join, "encrypted", len(c.cfg.ClusterKey) > 0)
 	return nil
 }
@@ -228,6 +286,11 @@ func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
 	mc.Name = c.node.ID()
 	mc.BindAddr = host
 	mc.BindPort = port
+	if c.transport != nil {
+		mc.Transport = c.transport
+		mc.BindPort = c.transport.GetAutoBindPort()
+		port = mc.BindPort
+	}
 	mc.AdvertisePort = port
 	adv := c.cfg.AdvertiseHost
 	if adv == "" {
@@ -251,6 +314,8 @@ func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
 	mc.Ping = (*pings)(c)
 	c.suspectAfter = 5 * mc.ProbeInterval
 	mc.Delegate = (*delegate)(c)
+	mc.Merge = (*mergeDelegate)(c)
+	mc.Alive = (*mergeDelegate)(c)
 	mc.Logger = newMemberlistLogger(c.cfg.Logger.With("component", "gossip"))
 	return mc, nil
 }
@@ -260,6 +325,9 @@ func (c *Cluster) Close() error {
 	var err error
 	c.once.Do(func() {
 		close(c.stop)
+		if c.ml == nil && c.transport != nil {
+			err = c.transport.Shutdown() // bound, never started
+		}
 		if c.ml != nil {
 			c.leave()
 			c.leaveMu.Lock()
@@ -286,15 +354,38 @@ func (c *Cluster) leave() {
 	}
 }
 
-// Join joins the gossip cluster of the seeds. The leader then adds this
-// node to Raft.
+// Join joins the gossip cluster of the seeds: an operator's explicit join.
+// The leader then adds this node to Raft. A node whose state belongs to
+// another cluster than the seeds' is refused with ErrForeignCluster, and a
+// node an operator removed asks to be readmitted.
 func (c *Cluster) Join(ctx context.Context, seeds []string) error {
+	if err := c.node.Rejoin(); err != nil {
+		return err
+	}
+	if c.node.Rejoining() {
+		c.setMeta(func(m *meta) { m.Rejoin = true })
+	}
+	c.refused.Store(nil)
 	n, err := c.ml.Join(seeds)
 	if n == 0 {
-		return fmt.Errorf("%w %v: %v", ErrJoin, seeds, err)
+		if r := c.refused.Load(); r != nil {
+			return *r
+		}
+		return fmt.Errorf("%w %v: %v", ErrJoin, seeds, flatten(err))
 	}
 	c.log.Info("joined gossip", "seeds", seeds, "contacted", n)
+	c.wakePeers()
 	return nil
+}
+
+// flatten makes one line of a multi-line error, such as memberlist's
+// list of failed seeds.
+func flatten(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n\t* ", "; ")), " ")
+	return errors.New(s)
 }
 
 // Members returns every node Raft or gossip knows, merged and sorted by
@@ -312,7 +403,14 @@ func (c *Cluster) Members() []pastenode.Member {
 		}
 		return m
 	}
+	inRaft := make(map[string]bool, len(servers))
+	for _, s := range servers {
+		inRaft[s.ID] = true
+	}
 	for id, g := range c.members {
+		if (g.state == "left" || g.state == "dead") && !inRaft[id] {
+			continue // gone, and not a member of the cluster: nothing to show
+		}
 		m := get(id)
 		m.APIAddr, m.RaftAddr, m.GossipAddr, m.Gossip = g.meta.APIAddr, g.meta.RaftAddr, g.gossipAddr, g.state
 		if g.state == "alive" && id != c.node.ID() && time.Since(g.lastAck) > c.suspectAfter {

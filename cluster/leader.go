@@ -19,6 +19,10 @@ import (
 // gossip. Afterwards it re-joins any seed that is not a live member every
 // 30 seconds, so that a partition longer than memberlist's memory of dead
 // nodes still heals, and records the live peers for the next start.
+//
+// A node an operator removed joins nothing until an operator's explicit
+// join (Join). Seeds that all refuse this node as one of another cluster
+// end the node: Fatal delivers the reason.
 func (c *Cluster) joinLoop() {
 	backoff := 500 * time.Millisecond
 	joined := false
@@ -26,14 +30,22 @@ func (c *Cluster) joinLoop() {
 	for {
 		targets := c.joinTargets()
 		switch {
+		case c.node.WasRemoved():
+			c.joinedOnce.Store(true)
 		case len(targets) == 0:
+			c.joinedOnce.Store(true)
 		case !joined:
+			c.refused.Store(nil)
 			n, err := c.ml.Join(targets)
+			c.joinedOnce.Store(true)
 			if n > 0 {
 				c.log.Info("joined gossip", "peers", targets, "contacted", n)
 				joined = true
+			} else if r := c.refused.Load(); r != nil {
+				c.fatal <- *r
+				return
 			} else {
-				c.log.Warn("no seed answered, retrying", "peers", targets, "in", backoff, "err", err)
+				c.log.Warn("no seed answered, retrying", "peers", targets, "in", backoff, "err", flatten(err))
 				backoff = min(2*backoff, 10*time.Second)
 			}
 			lastTry = time.Now()
@@ -51,6 +63,13 @@ func (c *Cluster) joinLoop() {
 		case <-c.peersWake:
 		case <-time.After(backoff):
 		}
+	}
+}
+
+func (c *Cluster) wakePeers() {
+	select {
+	case c.peersWake <- struct{}{}:
+	default:
 	}
 }
 
@@ -127,22 +146,38 @@ func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 		}
 	}
 	c.mu.Lock()
-	var add []*autopilot.Server
+	var add, readmit []*autopilot.Server
 	for id, m := range c.members {
-		if m.state != "alive" || m.meta.RaftAddr == "" || c.node.Removed(id) {
+		if m.state != "alive" || m.meta.RaftAddr == "" {
+			continue
+		}
+		s := &autopilot.Server{
+			ID: raft.ServerID(id), Name: id, Address: raft.ServerAddress(m.meta.RaftAddr),
+			NodeStatus: autopilot.NodeAlive, Version: m.meta.Version,
+		}
+		if c.node.Removed(id) {
+			if m.meta.Rejoin {
+				readmit = append(readmit, s)
+			}
 			continue
 		}
 		if addr, ok := inRaft[id]; ok && addr == m.meta.RaftAddr {
 			continue
 		}
-		add = append(add, &autopilot.Server{
-			ID: raft.ServerID(id), Name: id, Address: raft.ServerAddress(m.meta.RaftAddr),
-			NodeStatus: autopilot.NodeAlive, Version: m.meta.Version,
-		})
+		add = append(add, s)
 	}
 	c.mu.Unlock()
+	for _, s := range readmit {
+		c.readmit(s)
+	}
 	for _, s := range add {
-		if err := c.verify(s); err != nil {
+		id, err := c.verify(s)
+		if err != nil {
+			continue
+		}
+		_, member := inRaft[string(s.ID)]
+		if err := c.admissible(s, id, member); err != nil {
+			c.refuse(s, err)
 			continue
 		}
 		if err := ap.AddServer(s); err != nil {
@@ -158,42 +193,40 @@ func (c *Cluster) reconcile(ap *autopilot.Autopilot) {
 // runs over mutual TLS pinned to the key, so a member that cannot prove the
 // key is never added, whatever its gossip says. A failure is logged once
 // per member and minute.
-func (c *Cluster) verify(s *autopilot.Server) error {
+func (c *Cluster) verify(s *autopilot.Server) (node.PeerIdentity, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.scaled(2*time.Second)+time.Second)
 	defer cancel()
-	err := c.node.VerifyPeer(ctx, string(s.ID), string(s.Address))
-	if err == nil {
-		return nil
+	id, err := c.node.VerifyPeer(ctx, string(s.ID), string(s.Address))
+	if err != nil {
+		c.refuse(s, fmt.Errorf("it did not prove its identity over the cluster RPC: %w", err))
 	}
-	c.mu.Lock()
-	if c.unverified == nil {
-		c.unverified = map[string]time.Time{}
-	}
-	last := c.unverified[string(s.ID)]
-	if time.Since(last) > time.Minute {
-		c.unverified[string(s.ID)] = time.Now()
-		c.log.Warn("not adding a gossip member that did not prove its identity over the cluster RPC",
-			"id", s.ID, "addr", s.Address, "err", err)
-	}
-	c.mu.Unlock()
-	return err
+	return id, err
 }
 
-// removedLoop makes a node that an operator removed leave gossip, so that
-// it stops showing up as a live member.
-func (c *Cluster) removedLoop() {
+// stateLoop keeps this node's gossip metadata in step with its state (its
+// cluster's id, a rejoin it asks for) and makes a node that an operator
+// removed leave gossip, so that it stops showing up as a live member.
+func (c *Cluster) stateLoop() {
 	tick := time.NewTicker(c.scaled(500 * time.Millisecond))
 	defer tick.Stop()
+	left := false
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-tick.C:
 		}
-		if c.node.Removed(c.node.ID()) && !c.node.IsLeader() {
+		id, rejoin := c.node.ClusterID(), c.node.Rejoining()
+		c.setMeta(func(m *meta) { m.Cluster, m.Rejoin = id, rejoin })
+		// A node that starts removed has joined no one: it has nothing to
+		// leave, and a memberlist that left cannot join again.
+		switch removed := c.node.Removed(c.node.ID()) && !rejoin; {
+		case !removed:
+			left = false
+		case !left && !c.node.IsLeader() && c.ml.NumMembers() > 1:
 			c.log.Warn("this node was removed from the cluster by an operator; leaving gossip")
 			c.leave()
-			return
+			left = true
 		}
 	}
 }

@@ -107,6 +107,10 @@ type Config struct {
 	// without a ClusterKey: anyone who reaches the port can then write to
 	// the log.
 	InsecureCluster bool
+	// AdminToken, if set, becomes the cluster's admin token should this
+	// node be the one that gives the cluster its identity. Unset, that
+	// node makes a random one.
+	AdminToken string
 }
 
 // CommandEnvelope is what a command adds to the paste content it carries:
@@ -255,6 +259,12 @@ type Node struct {
 	caughtUp   atomic.Bool   // applied startIndex
 	caughtUpCh chan struct{} // closed once caughtUp is set
 
+	// The cluster's identity as this node knows it (identity.go).
+	fileCluster atomic.Pointer[string] // the cluster id in the data dir
+	adminToken  atomic.Pointer[string] // this node's copy of the admin token
+	removal     atomic.Int32           // inCluster, removedMarked or rejoining
+	removedCh   chan struct{}          // closed when an operator removed this node
+
 	stop        chan struct{}
 	stopMetrics context.CancelFunc
 	wg          sync.WaitGroup
@@ -277,6 +287,7 @@ func New(cfg Config) (*Node, error) {
 		lease:      newLeases(cfg.ReadLease),
 		caughtUpCh: make(chan struct{}),
 		reads:      newReadIndexer(),
+		removedCh:  make(chan struct{}),
 	}, nil
 }
 
@@ -295,20 +306,36 @@ func (n *Node) View() fsm.View { return n.fsm.View() }
 // ID returns the node id.
 func (n *Node) ID() string { return n.cfg.ID }
 
+// Listen binds the Raft port. Open calls it when it has not been called;
+// a caller that binds every port first, as pastenode does, learns of a
+// busy port before anything touches the data dir.
+func (n *Node) Listen() error {
+	if n.mux != nil {
+		return nil
+	}
+	return n.listen(newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn))
+}
+
 // Open opens the stores, starts Raft and the internal RPC, and bootstraps a
 // lone node when BootstrapExpect is 1 and there is no state yet.
 func (n *Node) Open(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			n.closeResources()
+		}
+	}()
+	if err := n.Listen(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(n.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	if err := checkNodeID(n.cfg.DataDir, n.cfg.ID); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			n.closeResources()
-		}
-	}()
+	if err := n.loadIdentity(); err != nil {
+		return err
+	}
 	defer recoverFault(n.cfg.DataDir, &err)()
 
 	hlog := newHclog(n.cfg.Logger.With("component", "raft"), hclog.Warn)
@@ -317,10 +344,6 @@ func (n *Node) Open(ctx context.Context) (err error) {
 		return err
 	}
 	n.logs = logs
-
-	if err := n.listen(hlog); err != nil {
-		return err
-	}
 
 	rc := n.raftConfig(hlog)
 	has, err := raft.HasExistingState(logs, n.bolt, snaps)
@@ -342,7 +365,8 @@ func (n *Node) Open(ctx context.Context) (err error) {
 
 	metricsCtx, stopMetrics := context.WithCancel(context.Background())
 	n.stopMetrics = stopMetrics
-	n.wg.Add(8)
+	n.wg.Add(9)
+	go func() { defer n.wg.Done(); n.identityLoop() }()
 	go func() { defer n.wg.Done(); n.bolt.RunMetrics(metricsCtx, 10*time.Second) }()
 	go func() { defer n.wg.Done(); n.mux.serve() }()
 	go func() { defer n.wg.Done(); _ = n.rpc.Serve(n.mux.rpc) }()
@@ -351,7 +375,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	go func() { defer n.wg.Done(); n.leaseLoop() }()
 	go func() { defer n.wg.Done(); n.readLoop() }()
 	go func() { defer n.wg.Done(); n.catchUpAtStart() }()
-	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has)
+	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has, "cluster_id", n.ClusterID())
 	return nil
 }
 

@@ -203,6 +203,9 @@ func (n *Node) Ready() error {
 	if n.closing.Load() {
 		return ErrClosed
 	}
+	if n.WasRemoved() {
+		return fmt.Errorf("%w: `pastectl join SEED` on it brings it back", ErrRemoved)
+	}
 	if addr, _ := n.raft.LeaderWithID(); addr == "" {
 		return errors.New("no leader known")
 	}

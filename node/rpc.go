@@ -106,6 +106,7 @@ func (n *Node) rpcServer() *http.Server {
 	mux.HandleFunc("POST /internal/v1/lease", n.handleLease)
 	mux.HandleFunc("POST /internal/v1/removal-safe", n.handleRemovalSafe)
 	mux.HandleFunc("GET /internal/v1/identity", n.handleIdentity)
+	mux.HandleFunc("GET /internal/v1/admin-token", n.handleAdminToken)
 	return &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			limit := n.cfg.MaxCommandBytes

@@ -202,10 +202,15 @@ func TestLeaderRefusesACommandAnOldMemberDoesNotKnow(t *testing.T) {
 func TestVerifyPeerChecksTheID(t *testing.T) {
 	n := openNode(t)
 	ctx := context.Background()
-	if err := n.VerifyPeer(ctx, "n1", n.cfg.RaftAddr); err != nil {
+	waitFor(t, 5*time.Second, "a cluster id", func() bool { return n.ClusterID() != "" })
+	got, err := n.VerifyPeer(ctx, "n1", n.cfg.RaftAddr)
+	if err != nil {
 		t.Fatalf("verify the node as itself: %v", err)
 	}
-	if err := n.VerifyPeer(ctx, "n2", n.cfg.RaftAddr); !errors.Is(err, ErrNotVerified) {
+	if got.Cluster != n.ClusterID() || !got.HasState {
+		t.Errorf("identity %+v, want cluster %s with state", got, n.ClusterID())
+	}
+	if _, err := n.VerifyPeer(ctx, "n2", n.cfg.RaftAddr); !errors.Is(err, ErrNotVerified) {
 		t.Fatalf("verify under another id = %v, want ErrNotVerified", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -223,7 +228,7 @@ func TestVerifyPeerChecksTheID(t *testing.T) {
 			c.Close()
 		}
 	}()
-	if err := n.VerifyPeer(ctx, "n2", ln.Addr().String()); !errors.Is(err, ErrNotVerified) {
+	if _, err := n.VerifyPeer(ctx, "n2", ln.Addr().String()); !errors.Is(err, ErrNotVerified) {
 		t.Fatalf("verify something that is not a node = %v, want ErrNotVerified", err)
 	}
 }

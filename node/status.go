@@ -11,6 +11,7 @@ import (
 // Info describes this node's view of Raft.
 type Info struct {
 	ID           string
+	ClusterID    string
 	State        string // leader, follower, candidate, shutdown
 	LeaderID     string
 	LeaderAddr   string
@@ -27,6 +28,7 @@ func (n *Node) Info() Info {
 	addr, id := n.raft.LeaderWithID()
 	in := Info{
 		ID:           n.cfg.ID,
+		ClusterID:    n.ClusterID(),
 		State:        strings.ToLower(n.raft.State().String()),
 		LeaderID:     string(id),
 		LeaderAddr:   string(addr),

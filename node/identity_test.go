@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readTrimmed(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestLoneNodeGetsAnIdentity: a node that bootstraps alone gives its
+// cluster an id and an admin token, keeps both in its data dir (the token
+// 0600), and knows the id at its next start before Raft has run.
+func TestLoneNodeGetsAnIdentity(t *testing.T) {
+	dir := t.TempDir()
+	n := openNode(t, func(c *Config) { c.DataDir = dir })
+	waitFor(t, 5*time.Second, "a cluster id", func() bool { return n.ClusterID() != "" })
+	id := n.ClusterID()
+	waitFor(t, 5*time.Second, "the cluster id file", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, clusterIDFile))
+		return strings.TrimSpace(string(b)) == id
+	})
+	token := readTrimmed(t, n.AdminTokenFile())
+	if st, err := os.Stat(n.AdminTokenFile()); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file: %v, %v; want mode 0600", st, err)
+	}
+	if !n.IsAdminToken(token) {
+		t.Error("the token in the data dir is not the cluster's")
+	}
+	if n.IsAdminToken(token+"x") || n.IsAdminToken("") {
+		t.Error("a wrong token passes")
+	}
+	cfg := n.cfg
+	n.Close()
+
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := again.ClusterID(); got != id {
+		t.Errorf("cluster id right after a restart: %q, want %q", got, id)
+	}
+}
+
+// TestExplicitAdminTokenBecomesTheClusters: --admin-token on the node that
+// gives the cluster its identity is the cluster's token.
+func TestExplicitAdminTokenBecomesTheClusters(t *testing.T) {
+	n := openNode(t, func(c *Config) { c.AdminToken = "given-token" })
+	waitFor(t, 5*time.Second, "a cluster id", func() bool { return n.ClusterID() != "" })
+	if !n.IsAdminToken("given-token") {
+		t.Error("the cluster's token is not the one given")
+	}
+}
+
+// TestMembersShareOneAdminToken: every member of a cluster ends up with
+// the one admin token in its data dir, and a rotation on a follower
+// reaches them all and retires the old token.
+func TestMembersShareOneAdminToken(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, followers := leaderOf(t, nodes)
+	waitUntil(t, 10*time.Second, "every member holds the token", func() error {
+		for _, n := range nodes {
+			if n.needsAdminToken() || n.ClusterID() != leader.ClusterID() || n.ClusterID() == "" {
+				return errors.New(n.ID() + " lacks the token or the id")
+			}
+		}
+		return nil
+	})
+	old := readTrimmed(t, leader.AdminTokenFile())
+	for _, n := range followers {
+		if got := readTrimmed(t, n.AdminTokenFile()); got != old {
+			t.Errorf("%s holds token %q, the leader %q", n.ID(), got, old)
+		}
+	}
+
+	fresh, err := followers[0].RotateAdminToken(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "every member holds the new token", func() error {
+		for _, n := range nodes {
+			b, _ := os.ReadFile(n.AdminTokenFile())
+			if strings.TrimSpace(string(b)) != fresh {
+				return errors.New(n.ID() + " still holds the old token")
+			}
+		}
+		return nil
+	})
+	for _, n := range nodes {
+		if n.IsAdminToken(old) || !n.IsAdminToken(fresh) {
+			t.Errorf("%s after the rotation: old accepted %v, new accepted %v", n.ID(), n.IsAdminToken(old), n.IsAdminToken(fresh))
+		}
+	}
+}
+
+// TestAdminTokenFileChecks: a token file that others may read, or an empty
+// one, stops the start with a message that says what to do.
+func TestAdminTokenFileChecks(t *testing.T) {
+	for _, tc := range []struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		{"tok\n", 0o644, "chmod 600"},
+		{"\n", 0o600, "delete it"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, adminTokenFile)
+		os.WriteFile(path, []byte(tc.content), tc.mode)
+		os.Chmod(path, tc.mode)
+		n, err := New(Config{ID: "n1", DataDir: dir, RaftAddr: "127.0.0.1:0", AdvertiseAddr: "127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = n.Open(context.Background())
+		n.Close()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("token file %q mode %v: Open = %v, want an error saying %q", tc.content, tc.mode, err, tc.want)
+		}
+	}
+}
