@@ -63,7 +63,9 @@ type Status struct {
 
 // NodeStatus describes the node that answered.
 type NodeStatus struct {
-	ID            string `json:"id"`
+	ID string `json:"id"`
+	// ClusterID is the id of the node's cluster, "" while it has none.
+	ClusterID     string `json:"cluster_id,omitempty"`
 	State         string `json:"state"`
 	LeaderID      string `json:"leader_id"`
 	Term          uint64 `json:"term"`

@@ -34,6 +34,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := pastenode.Status{
 		Node: pastenode.NodeStatus{
 			ID:            in.ID,
+			ClusterID:     in.ClusterID,
 			State:         in.State,
 			LeaderID:      in.LeaderID,
 			Term:          in.Term,

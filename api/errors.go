@@ -59,6 +59,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, cluster.ErrJoin):
 		return http.StatusBadGateway, err.Error()
+	case errors.Is(err, node.ErrForeignCluster):
+		return http.StatusConflict, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable, "request timed out, retry later"
 	}

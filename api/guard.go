@@ -27,7 +27,7 @@ const DefaultNoQuorumWait = 2 * time.Second
 func (s *Server) admin(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case s.cfg.AdminToken == "":
+		case s.cfg.AdminToken == "" && s.cfg.IsClusterToken == nil:
 			s.error(w, r, errorf(http.StatusForbidden, "admin calls are off: this node has no admin token"))
 			return
 		case !s.isAdmin(r):
@@ -47,19 +47,27 @@ func (s *Server) admin(h http.HandlerFunc) http.Handler {
 	})
 }
 
-// isAdmin reports whether r carries the admin token. It is false on a node
-// without one.
+// isAdmin reports whether r carries an admin token: the node's own or
+// the cluster's.
 func (s *Server) isAdmin(r *http.Request) bool {
-	if s.cfg.AdminToken == "" {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
 		return false
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1
+	if s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.AdminToken)) == 1 {
+		return true
+	}
+	return s.cfg.IsClusterToken != nil && s.cfg.IsClusterToken(token)
 }
 
 // allowWrite takes one token of the client's write budget, or answers 429
-// with the time until the next token and returns false.
+// with the time until the next token and returns false. Admin requests
+// are exempt: an operator cleaning up spam from behind the spammer's NAT
+// must not be locked out with it.
 func (s *Server) allowWrite(w http.ResponseWriter, r *http.Request) bool {
+	if s.isAdmin(r) {
+		return true
+	}
 	wait := s.limiter.reserve(s.clientIP(r))
 	if wait == 0 {
 		return true

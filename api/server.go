@@ -70,7 +70,12 @@ type Config struct {
 	PublicURL    string        // base of returned URLs; "" derives it from the request
 	MaxPasteSize int64         // bytes
 	MaxExpire    time.Duration // 0: no limit
-	AdminToken   string        // "": every admin call is refused
+	// AdminToken is the node's own admin token (--admin-token); "": none.
+	AdminToken string
+	// IsClusterToken reports whether a token is the cluster's admin token
+	// (node.IsAdminToken); nil: none. With neither, every admin call is
+	// refused.
+	IsClusterToken func(token string) bool
 	// RateLimit is the writes (creates, deletes, reveals and consuming
 	// reads, admin writes) per minute per client IP; 0: off.
 	RateLimit int

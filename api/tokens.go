@@ -170,7 +170,7 @@ func (s *Server) authorizeCreate(w http.ResponseWriter, r *http.Request, formTok
 	}
 	// The admin token may create too; without one, loopback may not, or a
 	// proxy on the same host would open the node to everyone.
-	if !ok && s.cfg.AdminToken != "" && s.isAdmin(r) {
+	if !ok && s.isAdmin(r) {
 		name, ok = "admin", true
 	}
 	if !ok {
