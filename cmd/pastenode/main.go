@@ -33,11 +33,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pastenode:", err)
 		os.Exit(2)
 	}
+	if errors.Is(err, errRemoved) {
+		fmt.Fprintln(os.Stderr, "pastenode:", err)
+		os.Exit(exitRemoved)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pastenode:", err)
 		os.Exit(1)
 	}
 }
+
+// exitRemoved is the exit status of a node that stopped because an
+// operator removed it from its cluster: a service manager should not
+// restart it (systemd's RestartPreventExitStatus).
+const exitRemoved = 3
 
 // usageError is a bad command line or configuration: exit code 2.
 type usageError struct{ error }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -25,21 +26,51 @@ import (
 
 // serve runs a node until ctx ends, then stops it cleanly: the HTTP server
 // drains, a leader hands over leadership, Raft shuts down and files close.
+// It also ends when an operator removed the node (errRemoved) or its seeds
+// belong to another cluster.
+//
+// Every port is bound before the data dir is opened: a busy or bad
+// address is one line and a non-zero exit, and leaves the data dir as it
+// was (a data dir bootstrapped by a start that then failed would form a
+// cluster of its own).
 func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	if c.InsecureCluster && len(c.ClusterKey) == 0 {
 		log.Warn("--insecure-cluster: node-to-node traffic is neither authenticated nor encrypted; " +
 			"anyone who reaches the raft or gossip port can read every paste and write to the cluster")
 	}
-	tuneGC()
 	n, err := node.New(nodeConfig(c, log))
 	if err != nil {
 		return usageError{err}
 	}
+	cl, err := cluster.New(clusterConfig(c, n, log))
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := publicLimits.listen(c.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on http addr: %w", err)
+	}
+	defer ln.Close()
+	if err := n.Listen(); err != nil {
+		return err
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			log.Error("close node", "err", err)
+		}
+	}()
+	if err := cl.Bind(); err != nil {
+		cl.Close()
+		return err
+	}
+
+	tuneGC()
 	// The start rebuilds the store from the snapshot and the log: the
 	// collector gets the headroom of an export meanwhile (gc.go).
 	releaseHeadroom := holdHeadroom()
 	if err := n.Open(ctx); err != nil {
 		releaseHeadroom()
+		cl.Close()
 		return err
 	}
 	go func() {
@@ -50,16 +81,10 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		}
 		releaseHeadroom()
 	}()
-	defer func() {
-		if err := n.Close(); err != nil {
-			log.Error("close node", "err", err)
-		}
-	}()
-
-	cl, err := cluster.New(clusterConfig(c, n, log))
-	if err != nil {
-		return usageError{err}
+	if n.WasRemoved() {
+		log.Warn(node.ErrRemoved.Error()+"; it stays out until `pastectl join` on it", "cluster_id", n.ClusterID())
 	}
+
 	n.SetPeerProtocol(cl.MinProtocol)
 	if err := cl.Start(ctx); err != nil {
 		return err
@@ -70,31 +95,46 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 			log.Warn("leave gossip", "err", err)
 		}
 	}()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		select {
+		case <-n.RemovedCh():
+			stop(errRemoved)
+		case err := <-cl.Fatal():
+			stop(err)
+		case <-ctx.Done():
+		}
+	}()
 
 	if c.AdminToken == "" {
-		token, path, err := loadAdminToken(c.DataDir)
-		if err != nil {
-			return err
-		}
-		c.AdminToken = token
-		log.Info("admin token", "file", path, "hint", "pastectl --data-dir "+c.DataDir+" reads it")
+		log.Info("admin token: the cluster's", "file", n.AdminTokenFile(), "hint", "pastectl --data-dir "+c.DataDir+" reads it")
 	}
 	apiServer, err := newAPIServer(c, n, cl, log)
 	if err != nil {
 		return err
 	}
-	ln, srv, err := listenHTTP(c, apiServer.Handler(), log)
+	srv, err := newHTTPServerFor(c, apiServer.Handler(), log)
 	if err != nil {
 		return err
 	}
 	ln = newConnLimitListener(ln, c.MaxConnsPerIP, apiServer.Trusted)
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
-		"rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
+		"cluster_id", n.ClusterID(), "rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
 	if srv.TLSConfig != nil {
-		return serveUntil(ctx, srv, ln, log)
+		err = serveUntil(ctx, srv, ln, log)
+	} else {
+		err = serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, apiServer.FastStarts(), log), ln, log)
 	}
-	return serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, apiServer.FastStarts(), log), ln, log)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
+
+// errRemoved ends a node that an operator removed from its cluster; the
+// process exits with exitRemoved.
+var errRemoved = fmt.Errorf("%w: stopping; a restart keeps it out until `pastectl join SEED` on it", node.ErrRemoved)
 
 // nodeConfig is the Raft node the flags describe.
 func nodeConfig(c *config, log *slog.Logger) node.Config {
@@ -112,6 +152,7 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		StorageReserve:  c.StorageReserve,
 		ReadLease:       c.ReadLease,
 		IDLength:        c.IDLength,
+		AdminToken:      c.AdminToken,
 	}
 }
 
@@ -155,6 +196,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		MaxPasteSize:   c.MaxPasteSize,
 		MaxExpire:      c.MaxExpire,
 		AdminToken:     c.AdminToken,
+		IsClusterToken: n.IsAdminToken,
 		RateLimit:      c.RateLimit,
 		MaxStoreBytes:  c.MaxStoreBytes,
 		TrustedProxies: c.TrustedProxies,
@@ -180,23 +222,18 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 	return s, nil
 }
 
-// listenHTTP listens on --http-addr and returns the server for h, with TLS
-// from --tls-cert and --tls-key when they are set.
-func listenHTTP(c *config, h http.Handler, log *slog.Logger) (net.Listener, *http.Server, error) {
-	ln, err := publicLimits.listen(c.HTTPAddr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on http addr: %w", err)
-	}
+// newHTTPServerFor returns the server for h, with TLS from --tls-cert and
+// --tls-key when they are set.
+func newHTTPServerFor(c *config, h http.Handler, log *slog.Logger) (*http.Server, error) {
 	srv := newHTTPServer(h, log)
 	if c.TLSCert != "" {
 		certs := &certReloader{certFile: c.TLSCert, keyFile: c.TLSKey}
 		if _, err := certs.get(nil); err != nil {
-			ln.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		publicLimits.withTLS(srv, &tls.Config{GetCertificate: certs.get, MinVersion: tls.VersionTLS12})
 	}
-	return ln, srv, nil
+	return srv, nil
 }
 
 // exportRaftMetrics sends hashicorp/raft's and raft-boltdb's metrics
