@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/client"
 )
 
@@ -18,13 +19,63 @@ func orDash(s string) string {
 }
 
 func (c *cli) joinCommand() *cobra.Command {
-	return c.callCommand(&cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "join SEED [SEED...]",
-		Short: "Ask the node at --addr to join the cluster of SEED (gossip host:port)",
-		Args:  cobra.MinimumNArgs(1),
-	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
-		return "join requested via " + strings.Join(args, ", "), cl.Join(ctx, args)
+		Short: "Ask the node at --addr to join the cluster of SEED (gossip host:port), and wait until it is a voter",
+		Long: "Ask the node at --addr to join the cluster of SEED (gossip host:port), and wait, at most --timeout,\n" +
+			"until the cluster's leader has made it a voter. A node that holds state of another cluster is refused.",
+		Args: cobra.MinimumNArgs(1),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		if err := cl.Join(ctx, args); err != nil {
+			return err
+		}
+		if c.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.timeout)
+			defer cancel()
+		}
+		st, err := waitVoter(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if c.output == "json" {
+			return c.printJSON(map[string]string{"node": st.Node.ID, "cluster_id": st.Node.ClusterID, "suffrage": "voter", "leader": st.Node.LeaderID})
+		}
+		fmt.Fprintf(c.stdout, "%s is a voter of cluster %s (leader %s)\n", st.Node.ID, orDash(st.Node.ClusterID), st.Node.LeaderID)
+		return nil
 	})
+	return cmd
+}
+
+// waitVoter polls the node's status until it lists itself as a voter of a
+// cluster with a leader, or ctx ends.
+func waitVoter(ctx context.Context, cl *client.Client) (*pastenode.Status, error) {
+	var last string
+	for {
+		st, err := cl.Status(ctx)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case st.Node.LeaderID == "":
+			last = "it knows no leader yet"
+		default:
+			last = "it is not in the cluster's configuration yet"
+			for _, m := range st.Members {
+				if m.ID == st.Node.ID {
+					last = "its suffrage is " + m.Suffrage
+					if m.Suffrage == "voter" {
+						return st, nil
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("join requested, but the node is no voter yet: %s (pastectl status shows where it stands)", last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func (c *cli) removeCommand() *cobra.Command {
