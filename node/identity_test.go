@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 func readTrimmed(t *testing.T, path string) string {
@@ -108,6 +110,51 @@ func TestMembersShareOneAdminToken(t *testing.T) {
 	}
 }
 
+// TestLeaderDoesNotBackOffFromADownFollower: while a follower is down the
+// leader's Raft sees no failed heartbeat (which would make it back off up
+// to ten seconds and log twice a second), and a restarted follower catches
+// up at once.
+func TestLeaderDoesNotBackOffFromADownFollower(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, followers := leaderOf(t, nodes)
+	obs := make(chan raft.Observation, 64)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, failed := o.Data.(raft.FailedHeartbeatObservation)
+		return failed
+	})
+	leader.raft.RegisterObserver(observer)
+	defer leader.raft.DeregisterObserver(observer)
+
+	down := followers[0]
+	cfg := down.cfg
+	down.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		createOn(t, leader, "while a follower is down")
+	}
+	if len(obs) > 0 {
+		t.Errorf("Raft saw %d failed heartbeats to the stopped follower; it backs off from it", len(obs))
+	}
+
+	start := time.Now()
+	back, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	want := leader.raft.LastIndex()
+	waitUntil(t, 5*time.Second, "the restarted follower catches up", func() error {
+		if back.fsm.Index() < want-1 {
+			return errors.New("behind")
+		}
+		return nil
+	})
+	t.Logf("restarted follower caught up %s after its start", time.Since(start).Round(time.Millisecond))
+}
+
 // TestAdminTokenFileChecks: a token file that others may read, or an empty
 // one, stops the start with a message that says what to do.
 func TestAdminTokenFileChecks(t *testing.T) {
@@ -133,4 +180,54 @@ func TestAdminTokenFileChecks(t *testing.T) {
 			t.Errorf("token file %q mode %v: Open = %v, want an error saying %q", tc.content, tc.mode, err, tc.want)
 		}
 	}
+}
+
+// TestWipedVoterAbstains: a voter restarted on an empty data dir refuses
+// votes until it has caught up with a leader (it could otherwise help
+// elect a leader that lacks what it acknowledged before), then catches up
+// and votes again.
+func TestWipedVoterAbstains(t *testing.T) {
+	nodes := openCluster(t, 3)
+	leader, followers := leaderOf(t, nodes)
+	for range 20 {
+		createOn(t, leader, "before the wipe")
+	}
+	wiped := followers[0]
+	cfg := wiped.cfg
+	wiped.Close()
+	cfg.DataDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "node-id"), []byte(cfg.ID+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeGate(back) // hold its applies back, so it cannot catch up yet
+	if err := back.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+
+	var resp raft.RequestVoteResponse
+	req := &raft.RequestVoteRequest{
+		RPCHeader:    raft.RPCHeader{ID: []byte("n9"), Addr: []byte(followers[1].cfg.RaftAddr)},
+		Term:         leader.raft.CurrentTerm() + 10,
+		LastLogIndex: 1, LastLogTerm: 1,
+	}
+	err = followers[1].trans.RequestVote(raft.ServerID(cfg.ID), raft.ServerAddress(cfg.RaftAddr), req, &resp)
+	if err == nil || !strings.Contains(err.Error(), "caught up") {
+		t.Fatalf("vote request to a wiped voter: granted %v, err %v; want it refused", resp.Granted, err)
+	}
+
+	openGate(back)
+	waitUntil(t, 10*time.Second, "the wiped voter catches up", func() error {
+		if back.abstain.Load() {
+			return errors.New("still abstains")
+		}
+		if got, _ := back.Stats(); got < 20 {
+			return errors.New("pastes missing")
+		}
+		return nil
+	})
 }

@@ -264,6 +264,7 @@ type Node struct {
 	adminToken  atomic.Pointer[string] // this node's copy of the admin token
 	removal     atomic.Int32           // inCluster, removedMarked or rejoining
 	removedCh   chan struct{}          // closed when an operator removed this node
+	abstain     atomic.Bool            // refuse votes: state lost, not caught up (raftTransport)
 
 	stop        chan struct{}
 	stopMetrics context.CancelFunc
@@ -351,11 +352,12 @@ func (n *Node) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("check raft state: %w", err)
 	}
 	n.raft, err = raft.NewRaft(rc, gatedFSM{n}, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
-		guardedSnapshots{snaps, n.storage}, n.trans)
+		guardedSnapshots{snaps, n.storage}, newRaftTransport(n.trans, n))
 	if err != nil {
 		return raftStartError(n.cfg.DataDir, err)
 	}
 	n.countLeaderChanges()
+	n.abstain.Store(!has)
 	if !has && n.cfg.BootstrapExpect == 1 {
 		if err := n.Bootstrap([]raft.Server{n.self()}); err != nil {
 			return err
@@ -500,6 +502,7 @@ func (n *Node) Bootstrap(servers []raft.Server) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if err == nil {
+		n.abstain.Store(false) // a new cluster: no entry was ever acknowledged
 		n.log.Info("bootstrapped cluster", "servers", len(servers))
 	}
 	return nil

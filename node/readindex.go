@@ -177,6 +177,7 @@ func (n *Node) catchUpAtStart() {
 				return
 			}
 			n.caughtUp.Store(true)
+			n.abstain.Store(false)
 			close(n.caughtUpCh)
 			n.log.Info("caught up with the cluster", "index", index)
 			return
