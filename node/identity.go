@@ -73,9 +73,9 @@ func (n *Node) ClusterID() string {
 	return ""
 }
 
-// IsAdminToken reports whether token is the cluster's admin token. A
-// cluster that has none yet (one made by an older version) accepts the
-// token in this node's data dir instead.
+// IsAdminToken reports whether token is the cluster's admin token. A node
+// whose cluster has none yet (no cluster yet, or one made by an older
+// version) accepts the token in its data dir instead.
 func (n *Node) IsAdminToken(token string) bool {
 	if token == "" {
 		return false
@@ -103,6 +103,12 @@ func (n *Node) loadIdentity() error {
 		return fmt.Errorf("read cluster id: %w", err)
 	}
 	token, err := readAdminToken(n.AdminTokenFile())
+	if errors.Is(err, fs.ErrNotExist) && n.cfg.AdminToken == "" {
+		// A node not yet in a cluster needs a token of its own, so that an
+		// operator can tell it to join one (pastectl --data-dir DIR join);
+		// once it is in a cluster, the cluster's token replaces it.
+		token, err = writeAdminToken(n.AdminTokenFile(), newAdminToken())
+	}
 	switch {
 	case err == nil:
 		n.adminToken.Store(&token)
