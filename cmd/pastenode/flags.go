@@ -202,8 +202,13 @@ func (c *config) check() error {
 		return usageError{errors.New("--tls-cert and --tls-key go together")}
 	}
 	for name, addr := range map[string]string{"http-addr": c.HTTPAddr, "raft-addr": c.RaftAddr, "gossip-addr": c.GossipAddr} {
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		if err := checkHostPort(addr, true); err != nil {
 			return badFlag(name, err)
+		}
+	}
+	for _, seed := range c.Join {
+		if err := checkHostPort(seed, false); err != nil {
+			return badFlag("join", err)
 		}
 	}
 	if c.AdvertiseHost == "" {
@@ -233,6 +238,23 @@ func (c *config) check() error {
 		return badFlag("bootstrap-expect", errors.New("must be 0 or more"))
 	}
 	return c.checkCompat()
+}
+
+// checkHostPort accepts host:port with a port from 1 to 65535, or 0 (the
+// system picks one) where bind allows it.
+func checkHostPort(addr string, bind bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want host:port", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || (n == 0 && !bind) {
+		return fmt.Errorf("%q: port %q is not a port number (1-65535)", addr, port)
+	}
+	if !bind && host == "" {
+		return fmt.Errorf("%q: want host:port", addr)
+	}
+	return nil
 }
 
 // parseWithEnv parses args; each flag not given there takes its PASTE_*
