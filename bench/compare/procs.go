@@ -77,6 +77,18 @@ func (p *procs) stop(cmd *exec.Cmd, grace time.Duration) time.Duration {
 	return time.Since(start)
 }
 
+// kill SIGKILLs cmd's group, as a crash would, and waits for it to exit.
+func (p *procs) kill(cmd *exec.Cmd) {
+	p.mu.Lock()
+	exited, ok := p.live[cmd]
+	delete(p.live, cmd)
+	p.mu.Unlock()
+	if ok {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
 // stopAll stops every process still running, all at once.
 func (p *procs) stopAll() {
 	p.mu.Lock()

@@ -15,7 +15,7 @@ import (
 
 // rowGroups are the names -only accepts, each a group of rows measured
 // together.
-var rowGroups = []string{"rss", "restart", "export", "reads", "creates"}
+var rowGroups = []string{"rss", "restart", "export", "reads", "creates", "rejoin"}
 
 // all measures every row b.only selects, in the order.
 func (b *bench) all(ctx context.Context) ([]row, error) {
@@ -31,12 +31,26 @@ func (b *bench) all(ctx context.Context) ([]row, error) {
 		}
 		rows = append(rows, single...)
 	}
-	if b.want("creates") {
-		creates, err := b.createRows(ctx)
+	if b.want("creates", "rejoin") {
+		b.say("3-node pastenode cluster")
+		nodes, err := b.cluster(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, creates...)
+		if b.want("creates") {
+			creates, err := b.createRows(ctx, nodes)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, creates...)
+		}
+		if b.want("rejoin") {
+			rejoin, err := b.rejoinRow(ctx, nodes)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, rejoin)
+		}
 	}
 	return orderRows(rows), nil
 }
@@ -113,7 +127,7 @@ func (b *bench) want(groups ...string) bool {
 func orderRows(rows []row) []row {
 	order := []string{"GET /raw/", "same read on pastenode mirror", "reference: live vs the bare", "reference: mirror vs the bare", "reference: live vs nginx",
 		"reference: mirror vs kawipiko", "reference: CPU per raw read", "1 KiB creates", "reference: CPU of the 3 processes", "RSS of one node", "restart", "HTTPS read",
-		"1,000 connections", "pastectl export", "reference: CPU per paste of a first export"}
+		"1,000 connections", "pastectl export", "reference: CPU per paste of a first export", "restarted follower"}
 	rank := func(r row) int {
 		for i, prefix := range order {
 			if strings.HasPrefix(r.figure, prefix) {
@@ -392,12 +406,8 @@ func (b *bench) startKawipiko(ctx context.Context, cdb string) (string, error) {
 // pastenode cluster with 1 KiB puts through a follower of a 3-member etcd:
 // the throughput, and the CPU the three processes spent per write, which
 // the machine's other load moves less.
-func (b *bench) createRows(ctx context.Context) ([]row, error) {
-	b.say("3-node pastenode cluster and 3-member etcd")
-	nodes, err := b.cluster(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (b *bench) createRows(ctx context.Context, nodes []*pnode) ([]row, error) {
+	b.say("3-member etcd")
 	follower, err := b.follower(nodes)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	mathrand "math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -11,8 +12,11 @@ import (
 	"time"
 )
 
-// The fault kinds, injected in turn.
-var faultKinds = []string{"kill", "pause", "term", "partition"}
+// The fault kinds, injected in turn. wipe is a node that lost its disk:
+// SIGKILLed, its data dir deleted, started again under the same id. It
+// must not vote until it has caught up (it could help elect a leader that
+// lacks what it acknowledged), nor be ready before.
+var faultKinds = []string{"kill", "pause", "term", "partition", "wipe"}
 
 // nemesis injects one fault at a time, the leader and a random node in turn,
 // with a quiet gap between faults. Every fault is healed before the next.
@@ -64,10 +68,15 @@ func (m *nemesis) jitter(lo, hi time.Duration) time.Duration {
 // inject applies one fault to nd and heals it.
 func (m *nemesis) inject(kind string, nd *node) error {
 	switch kind {
-	case "kill":
+	case "kill", "wipe":
 		nd.signal(syscall.SIGKILL)
 		if !nd.wait(10 * time.Second) {
 			return fmt.Errorf("still running 10s after SIGKILL")
+		}
+		if kind == "wipe" {
+			if err := os.RemoveAll(nd.dataDir); err != nil {
+				return err
+			}
 		}
 		time.Sleep(m.jitter(0, time.Second)) // down for a moment, as a crash is
 		return m.c.start(nd)
