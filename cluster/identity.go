@@ -43,8 +43,8 @@ func (d *mergeDelegate) NotifyAlive(p *memberlist.Node) error {
 // version) has nothing to defend, except at an operator's join (merge) of
 // a node that holds state: that state must be of the seeds' cluster.
 func (c *Cluster) checkPeer(p *memberlist.Node, merge bool) error {
-	if p.Name == c.node.ID() {
-		return nil
+	if p.Name == c.node.ID() && p.Addr.Equal(c.advertiseIP) && int(p.Port) == c.gossipPort {
+		return nil // this node itself
 	}
 	var m meta
 	if msgpack.Unmarshal(p.Meta, &m) != nil || m.Cluster == "" {
