@@ -102,6 +102,12 @@ type StoreStatus struct {
 	Bytes  int64 `json:"bytes"`
 }
 
+// AdminToken is the answer of POST /api/v1/admin-token: the cluster's new
+// admin token.
+type AdminToken struct {
+	Token string `json:"admin_token"`
+}
+
 // JoinRequest is the body of POST /api/v1/cluster/join.
 type JoinRequest struct {
 	Addrs []string `json:"addrs"`

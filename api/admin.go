@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,30 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// tokenRotator is a Store that rotates the cluster's admin token
+// (*node.Node).
+type tokenRotator interface {
+	RotateAdminToken(ctx context.Context) (string, error)
+}
+
+// handleRotateToken is POST /api/v1/admin-token: the cluster gets a new
+// admin token, which the answer carries; the old one stops working on
+// every node.
+func (s *Server) handleRotateToken(w http.ResponseWriter, r *http.Request) {
+	rot, ok := s.cfg.Store.(tokenRotator)
+	if !ok {
+		s.error(w, r, errorf(http.StatusNotImplemented, "this node cannot rotate the admin token"))
+		return
+	}
+	token, err := rot.RotateAdminToken(r.Context())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, pastenode.AdminToken{Token: token})
 }
 
 // handleSnapshot is POST /api/v1/snapshot: 200 with the index, or 204 when

@@ -226,6 +226,7 @@ func (s *Server) routes() {
 	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
 	r.Handle("/api/v1/export.cdb", s.admin(s.handleExport)).Methods(get...).Name("export")
 	r.Handle("/api/v1/snapshot", s.admin(s.handleSnapshot)).Methods(http.MethodPost).Name("snapshot")
+	r.Handle("/api/v1/admin-token", s.admin(s.handleRotateToken)).Methods(http.MethodPost).Name("admin_token")
 	r.Handle("/api/v1/backup", s.admin(s.handleBackup)).Methods(http.MethodGet).Name("backup")
 	s.pprofRoutes(r)
 

@@ -198,6 +198,22 @@ func (c *Client) Snapshot(ctx context.Context) error {
 	}, nil)
 }
 
+// RotateAdminToken gives the cluster a new admin token and returns it; the
+// old one stops working on every node.
+func (c *Client) RotateAdminToken(ctx context.Context) (string, error) {
+	var t pastenode.AdminToken
+	err := c.do(ctx, call{
+		method: http.MethodPost, path: "/api/v1/admin-token", body: []byte("{}"),
+		contentType: "application/json", accept: "application/json",
+	}, func(resp *http.Response) error {
+		return json.NewDecoder(resp.Body).Decode(&t)
+	})
+	if err == nil && t.Token == "" {
+		err = errors.New("the answer carries no token")
+	}
+	return t.Token, err
+}
+
 // Ready returns nil when the first node that answers is ready (knows a
 // leader, has applied what it has committed). Readiness is a question about
 // one node, so its 503 is final here rather than a reason to ask the next.

@@ -88,6 +88,29 @@ func (c *cli) removeCommand() *cobra.Command {
 	})
 }
 
+func (c *cli) rotateTokenCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "rotate-admin-token",
+		Short: "Give the cluster a new admin token and print it; the old one stops working",
+		Long: "Give the cluster a new admin token and print it. The old token stops working on every node at\n" +
+			"once; each node's data dir gets the new one within seconds. A node started with --admin-token\n" +
+			"keeps accepting that token too, until it is restarted without it.",
+		Args: cobra.NoArgs,
+	}
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		token, err := cl.RotateAdminToken(ctx)
+		if err != nil {
+			return err
+		}
+		if c.output == "json" {
+			return c.printJSON(pastenode.AdminToken{Token: token})
+		}
+		fmt.Fprintln(c.stdout, token)
+		return nil
+	})
+	return cmd
+}
+
 func (c *cli) snapshotCommand() *cobra.Command {
 	return c.callCommand(&cobra.Command{
 		Use:   "snapshot",

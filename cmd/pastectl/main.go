@@ -121,6 +121,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.removeCommand(),
 		c.exportCommand(),
 		c.snapshotCommand(),
+		c.rotateTokenCommand(),
 		c.backupCommand(),
 		c.healthCommand(),
 	)

@@ -255,6 +255,25 @@ func TestOneAdminTokenAndRemoval(t *testing.T) {
 		t.Fatalf("the joined node: paste %s: %d %q %v", id, code, body, err)
 	}
 
+	// A rotation through one node retires the old token everywhere and
+	// reaches every data dir.
+	r = run(t, "pastectl", nil, nil, "--addr", e.URL, "--admin-token", token, "rotate-admin-token")
+	fresh := strings.TrimSpace(r.stdout)
+	if r.code != 0 || len(fresh) < 32 || fresh == token {
+		t.Fatalf("rotate-admin-token: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, p := range []*proc{a, e} {
+		eventually(t, 10*time.Second, p.id+" holds the new token", func() error {
+			if got := waitTokenFile(t, p); got != fresh {
+				return fmt.Errorf("still %q", got)
+			}
+			return nil
+		})
+		if r := run(t, "pastectl", nil, nil, "--addr", p.URL, "--admin-token", token, "snapshot"); r.code == 0 || !strings.Contains(r.stderr, "401") {
+			t.Errorf("%s: the old token after the rotation: exit %d %q, want a 401", p.id, r.code, r.stderr)
+		}
+	}
+
 	if r := run(t, "pastectl", nil, nil, "--addr", a.URL, "--data-dir", a.dataDir, "remove", e.id); r.code != 0 {
 		t.Fatalf("remove: exit %d %q", r.code, r.stderr)
 	}
