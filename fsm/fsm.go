@@ -233,21 +233,6 @@ func (f *FSM) Removed(id string) bool {
 	return ok
 }
 
-// Cluster returns the cluster's id, "" while it has none: a cluster made
-// by a version older than protocol 4 gets one once every member runs
-// protocol 4.
-func (f *FSM) Cluster() string { return f.cur.Load().cluster }
-
-// IsAdminToken reports whether token is the cluster's admin token. It is
-// false while the cluster has none.
-func (f *FSM) IsAdminToken(token string) bool {
-	want := f.cur.Load().admin
-	return len(want) > 0 && subtle.ConstantTimeCompare(HashToken(token), want) == 1
-}
-
-// HasAdminToken reports whether the cluster has an admin token.
-func (f *FSM) HasAdminToken() bool { return len(f.cur.Load().admin) > 0 }
-
 // WaitIndex blocks until the FSM has applied index, or ctx ends.
 func (f *FSM) WaitIndex(ctx context.Context, index uint64) error {
 	for {

@@ -577,26 +577,6 @@ func (n *Node) voters() []raft.ServerID {
 	return v
 }
 
-// checkNodeID records id in the data dir on first use and refuses a data
-// dir recorded for another id: Raft state must never change hands.
-func checkNodeID(dir, id string) error {
-	path := filepath.Join(dir, "node-id")
-	b, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
-			return fmt.Errorf("record node id: %w", err)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("read node id: %w", err)
-	}
-	if got := strings.TrimSpace(string(b)); got != id {
-		return fmt.Errorf("%w: %s holds %q, this node is %q", ErrIDMismatch, dir, got, id)
-	}
-	return nil
-}
-
 // newRequestID returns a random id for a command's idempotency.
 func newRequestID() string {
 	var b [12]byte

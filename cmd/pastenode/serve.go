@@ -38,31 +38,16 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		log.Warn("--insecure-cluster: node-to-node traffic is neither authenticated nor encrypted; " +
 			"anyone who reaches the raft or gossip port can read every paste and write to the cluster")
 	}
-	n, err := node.New(nodeConfig(c, log))
+	n, cl, ln, err := bindPorts(c, log)
 	if err != nil {
-		return usageError{err}
-	}
-	cl, err := cluster.New(clusterConfig(c, n, log))
-	if err != nil {
-		return usageError{err}
-	}
-	ln, err := publicLimits.listen(c.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on http addr: %w", err)
-	}
-	defer ln.Close()
-	if err := n.Listen(); err != nil {
 		return err
 	}
+	defer ln.Close()
 	defer func() {
 		if err := n.Close(); err != nil {
 			log.Error("close node", "err", err)
 		}
 	}()
-	if err := cl.Bind(); err != nil {
-		cl.Close()
-		return err
-	}
 
 	tuneGC()
 	// The start rebuilds the store from the snapshot and the log: the
@@ -106,7 +91,42 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 		case <-ctx.Done():
 		}
 	}()
+	err = serveHTTP(ctx, c, n, cl, ln, log)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
 
+// bindPorts makes the node and its gossip and binds the HTTP, Raft and
+// gossip ports, in that order; on failure it releases what it bound.
+func bindPorts(c *config, log *slog.Logger) (*node.Node, *cluster.Cluster, net.Listener, error) {
+	n, err := node.New(nodeConfig(c, log))
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	cl, err := cluster.New(clusterConfig(c, n, log))
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	ln, err := publicLimits.listen(c.HTTPAddr)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listen on http addr: %w", err)
+	}
+	if err := n.Listen(); err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	if err := cl.Bind(); err != nil {
+		n.Close()
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	return n, cl, ln, nil
+}
+
+// serveHTTP serves the API of n and cl on ln until ctx ends.
+func serveHTTP(ctx context.Context, c *config, n *node.Node, cl *cluster.Cluster, ln net.Listener, log *slog.Logger) error {
 	if c.AdminToken == "" {
 		log.Info("admin token: the cluster's", "file", n.AdminTokenFile(), "hint", "pastectl --data-dir "+c.DataDir+" reads it")
 	}
@@ -122,14 +142,9 @@ func serve(ctx context.Context, c *config, log *slog.Logger) error {
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
 		"cluster_id", n.ClusterID(), "rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
 	if srv.TLSConfig != nil {
-		err = serveUntil(ctx, srv, ln, log)
-	} else {
-		err = serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, apiServer.FastStarts(), log), ln, log)
+		return serveUntil(ctx, srv, ln, log)
 	}
-	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return err
+	return serveFrontUntil(ctx, publicLimits.newFront(srv, apiServer.ServeFast, apiServer.FastStarts(), log), ln, log)
 }
 
 // errRemoved ends a node that an operator removed from its cluster; the
