@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,5 +116,57 @@ func TestCodeMapCommands(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// allowedImports is the code map's import graph: which of the module's
+// packages each package may import, outside tests. Imports run one way,
+// from cmd down to fsm and the leaves; a new package, or an import
+// upwards or sideways, must be added here on purpose (and to the README's
+// code map). "" is the root package of wire types.
+var allowedImports = map[string][]string{
+	"":                  nil,
+	"cdb":               nil,
+	"fsm":               nil,
+	"pn1":               nil,
+	"internal/freeport": nil,
+	"node":              {"", "fsm"},
+	"cluster":           {"", "fsm", "node"},
+	"ui":                {"", "fsm"},
+	"mirror":            {"cdb", "fsm", "ui"},
+	"api":               {"", "cluster", "fsm", "mirror", "node", "ui"},
+	"client":            {""},
+	"cmd/pastenode":     {"", "api", "cluster", "mirror", "node", "ui"},
+	"cmd/pastectl":      {"", "client", "pn1"},
+}
+
+// TestCodeMapImports checks every import of the module's own packages
+// against allowedImports. The benchmark and end-to-end programs under
+// bench/ and test/ may import anything.
+func TestCodeMapImports(t *testing.T) {
+	const module = "github.com/pastenode/pastenode"
+	fset, files := moduleFiles(t)
+	for _, f := range files {
+		dir := filepath.ToSlash(filepath.Dir(f.path))
+		if f.test || strings.HasPrefix(dir, "bench/") || strings.HasPrefix(dir, "test/") {
+			continue
+		}
+		if dir == "." {
+			dir = ""
+		}
+		allowed, known := allowedImports[dir]
+		for _, imp := range f.ast.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if path != module && !strings.HasPrefix(path, module+"/") {
+				continue
+			}
+			to := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+			switch {
+			case !known:
+				t.Errorf("%s: package %q imports %q but is not in allowedImports", fset.Position(imp.Pos()), dir, to)
+			case !slices.Contains(allowed, to):
+				t.Errorf("%s: %q may not import %q (allowedImports)", fset.Position(imp.Pos()), dir, to)
+			}
+		}
 	}
 }
