@@ -336,7 +336,7 @@ func (n *Node) leaderLoop() {
 		case leader := <-n.notify:
 			if leader {
 				n.restoreTimeouts()
-				n.lease.startTerm(n.raft.CurrentTerm(), time.Now())
+				n.grants.startTerm(n.raft.CurrentTerm(), time.Now())
 				n.log.Info("became leader", "term", n.raft.CurrentTerm())
 				n.leaderBarrier()
 			} else {

@@ -43,53 +43,59 @@ type heldLease struct {
 	until time.Time
 }
 
+// leaseHolder is the lease this node holds, as any node, leader or
+// follower.
+type leaseHolder struct {
+	held atomic.Pointer[heldLease]
+}
+
+// valid reports whether the lease held for term is in force at now.
+func (h *leaseHolder) valid(term uint64, now time.Time) bool {
+	l := h.held.Load()
+	return l != nil && l.term == term && now.Before(l.until)
+}
+
+// extend holds a lease for term until until, unless a longer one of the
+// same term is held.
+func (h *leaseHolder) extend(term uint64, until time.Time) {
+	for {
+		old := h.held.Load()
+		if old != nil && old.term == term && !until.After(old.until) {
+			return
+		}
+		if h.held.CompareAndSwap(old, &heldLease{term: term, until: until}) {
+			return
+		}
+	}
+}
+
 // grant is the leader's record of a lease it gave a follower.
 type grant struct {
 	applied uint64    // the follower's applied index, as last reported
 	expiry  time.Time // the leader's view of when the lease ends
 }
 
-// leases is both sides' lease state.
-type leases struct {
+// leaseGrants is the leader's side: the leases it granted in its term.
+// Every method takes the lock and enters the caller's term first
+// (enterTerm), which resets the state of an older term.
+type leaseGrants struct {
 	length time.Duration
-	held   atomic.Pointer[heldLease]
 
 	mu        sync.Mutex
-	term      uint64 // the term the leader state below belongs to
+	term      uint64 // the term the state below belongs to
 	termStart time.Time
 	grants    map[string]*grant
 	changed   chan struct{} // closed and replaced when a grant changes
 }
 
-func newLeases(length time.Duration) *leases {
-	return &leases{length: length, grants: map[string]*grant{}, changed: make(chan struct{})}
+func newLeaseGrants(length time.Duration) *leaseGrants {
+	return &leaseGrants{length: length, grants: map[string]*grant{}, changed: make(chan struct{})}
 }
 
-// valid reports whether the lease held for term is in force at now.
-func (l *leases) valid(term uint64, now time.Time) bool {
-	h := l.held.Load()
-	return h != nil && h.term == term && now.Before(h.until)
-}
-
-// extend holds a lease for term until until, unless a longer one of the
-// same term is held.
-func (l *leases) extend(term uint64, until time.Time) {
-	for {
-		old := l.held.Load()
-		if old != nil && old.term == term && !until.After(old.until) {
-			return
-		}
-		if l.held.CompareAndSwap(old, &heldLease{term: term, until: until}) {
-			return
-		}
-	}
-}
-
-// lockTerm locks l and resets the leader state when term is newer than
-// its own; now is when this node is known to lead in term, at the latest.
-// It reports false for a term older than l's: its caller was deposed.
-func (l *leases) lockTerm(term uint64, now time.Time) bool {
-	l.mu.Lock()
+// enterTerm resets the state when term is newer than its own; now is when
+// this node is known to lead in term, at the latest. It reports false for
+// a term older than l's: its caller was deposed. Call with mu held.
+func (l *leaseGrants) enterTerm(term uint64, now time.Time) bool {
 	if term > l.term {
 		l.term, l.termStart = term, now
 		clear(l.grants)
@@ -99,29 +105,36 @@ func (l *leases) lockTerm(term uint64, now time.Time) bool {
 }
 
 // broadcast wakes the removals waiting for a grant. Call with mu held.
-func (l *leases) broadcast() {
+func (l *leaseGrants) broadcast() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
 
 // startTerm records that this node leads in term since now at the latest.
-func (l *leases) startTerm(term uint64, now time.Time) {
-	l.lockTerm(term, now)
-	l.mu.Unlock()
+func (l *leaseGrants) startTerm(term uint64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.enterTerm(term, now)
 }
 
-// report records that follower id has applied index.
-func (l *leases) report(term uint64, id string, applied uint64, now time.Time) {
-	defer l.mu.Unlock()
-	if !l.lockTerm(term, now) {
-		return
-	}
+// entry returns follower id's grant, made on first use. Call with mu held.
+func (l *leaseGrants) entry(id string) *grant {
 	g := l.grants[id]
 	if g == nil {
 		g = &grant{}
 		l.grants[id] = g
 	}
-	if applied > g.applied {
+	return g
+}
+
+// report records that follower id has applied index.
+func (l *leaseGrants) report(term uint64, id string, applied uint64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.enterTerm(term, now) {
+		return
+	}
+	if g := l.entry(id); applied > g.applied {
 		g.applied = applied
 		l.broadcast()
 	}
@@ -129,16 +142,13 @@ func (l *leases) report(term uint64, id string, applied uint64, now time.Time) {
 
 // grant extends follower id's lease to expiry if it has applied fence,
 // the last removal this leader applied, and reports whether it did.
-func (l *leases) grant(term uint64, id string, applied uint64, expiry time.Time, fence func() uint64) bool {
+func (l *leaseGrants) grant(term uint64, id string, applied uint64, expiry time.Time, fence func() uint64) bool {
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.lockTerm(term, time.Now()) {
+	if !l.enterTerm(term, time.Now()) {
 		return false
 	}
-	g := l.grants[id]
-	if g == nil {
-		g = &grant{}
-		l.grants[id] = g
-	}
+	g := l.entry(id)
 	g.applied = max(g.applied, applied)
 	if applied < fence() {
 		return false
@@ -154,9 +164,10 @@ func (l *leases) grant(term uint64, id string, applied uint64, expiry time.Time,
 // are the other servers of the Raft configuration: until a lease length
 // has passed since this node took office, one of them may hold a lease of
 // an earlier term, unless it reported in this term that it applied index.
-func (l *leases) blocked(term, index uint64, now time.Time, others []string) (time.Duration, <-chan struct{}) {
+func (l *leaseGrants) blocked(term, index uint64, now time.Time, others []string) (time.Duration, <-chan struct{}) {
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.lockTerm(term, now) {
+	if !l.enterTerm(term, now) {
 		return l.length, l.changed
 	}
 	wait := time.Duration(0)
@@ -199,7 +210,7 @@ func (n *Node) waitLeases(ctx context.Context, index uint64) error {
 		if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
 			return errNotLeader
 		}
-		wait, changed := n.lease.blocked(term, index, time.Now(), others)
+		wait, changed := n.grants.blocked(term, index, time.Now(), others)
 		if wait == 0 {
 			return nil
 		}
@@ -296,7 +307,7 @@ func (n *Node) renewLease() {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ReadLease/2)
 	defer cancel()
 	if n.raft.State() == raft.Leader {
-		n.lease.startTerm(term, time.Now()) // known to lead from now at the latest
+		n.grants.startTerm(term, time.Now()) // known to lead from now at the latest
 		if n.barrierTerm.Load() == term && n.verifyLeader(ctx) == nil {
 			n.lease.extend(term, sent.Add(n.cfg.ReadLease))
 		}
@@ -372,12 +383,12 @@ func (n *Node) handleLease(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, &reply)
 		return
 	}
-	n.lease.report(term, req.ID, req.Applied, recv)
+	n.grants.report(term, req.ID, req.Applied, recv)
 	ctx, cancel := context.WithTimeout(r.Context(), n.cfg.ReadLease/2)
 	defer cancel()
 	if n.barrierTerm.Load() == term && n.verifyLeader(ctx) == nil {
 		expiry := recv.Add(n.cfg.ReadLease + leaseMargin(n.cfg.ReadLease))
-		reply.Granted = n.lease.grant(term, req.ID, req.Applied, expiry, n.fsm.LastRemoval)
+		reply.Granted = n.grants.grant(term, req.ID, req.Applied, expiry, n.fsm.LastRemoval)
 	}
 	writeMsgpack(w, &reply)
 }

@@ -77,9 +77,9 @@ func openCluster(t testing.TB, size int, changes ...func(*Config)) []*Node {
 
 // leaderSince returns when the lease state saw n take office.
 func (n *Node) leaderSince() time.Time {
-	n.lease.mu.Lock()
-	defer n.lease.mu.Unlock()
-	return n.lease.termStart
+	n.grants.mu.Lock()
+	defer n.grants.mu.Unlock()
+	return n.grants.termStart
 }
 
 // waitUntil polls cond until it returns nil or timeout passes.

@@ -252,8 +252,9 @@ type Node struct {
 	timeouts      atomic.Pointer[raft.ReloadableConfig]
 	leaderChanges atomic.Uint64 // see LeaderChanges
 
-	lease      *leases
-	leaseHold  atomic.Bool // tests stop the lease renewals with it
+	lease      leaseHolder  // the read lease this node holds
+	grants     *leaseGrants // as leader, the leases it granted
+	leaseHold  atomic.Bool  // tests stop the lease renewals with it
 	reads      *readIndexer
 	startIndex atomic.Uint64 // the leader's read index learnt after Open
 	caughtUp   atomic.Bool   // applied startIndex
@@ -285,7 +286,7 @@ func New(cfg Config) (*Node, error) {
 		storage:    newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
 		notify:     make(chan bool, 16),
 		stop:       make(chan struct{}),
-		lease:      newLeases(cfg.ReadLease),
+		grants:     newLeaseGrants(cfg.ReadLease),
 		caughtUpCh: make(chan struct{}),
 		reads:      newReadIndexer(),
 		removedCh:  make(chan struct{}),
