@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/pastenode/pastenode/node"
 )
 
 // bootstrapLoop forms a new cluster once BootstrapExpect nodes see each
@@ -17,6 +19,14 @@ import (
 // would bootstrap (as a hash), and bootstraps only when all N advertise
 // the same set, none has Raft state, and that has held for a settle time.
 // Identical configurations bootstrapped on every node are safe.
+//
+// A node that has bootstrapped keeps advertising its proposal until its
+// cluster has a leader: a member that saw it bootstrap first then still
+// bootstraps the same configuration, rather than waiting to be added by a
+// leader it would have to help elect. It must bootstrap: a node without
+// state abstains from votes (node/rafttransport.go), as it may be a
+// voter that lost its disk. Once a leader exists, entries may be
+// committed, and a node without state may no longer bootstrap.
 func (c *Cluster) bootstrapLoop() {
 	expect := c.cfg.BootstrapExpect
 	if expect < 2 {
@@ -27,6 +37,7 @@ func (c *Cluster) bootstrapLoop() {
 	defer tick.Stop()
 	var agreedSince time.Time
 	var agreed string
+	bootstrapped := false
 	for {
 		select {
 		case <-c.stop:
@@ -34,6 +45,9 @@ func (c *Cluster) bootstrapLoop() {
 		case <-tick.C:
 		}
 		if c.node.HasState() {
+			if bootstrapped && !c.leaderKnown() {
+				continue
+			}
 			c.setMeta(func(m *meta) { m.HasState, m.Proposal = true, "" })
 			return
 		}
@@ -65,15 +79,22 @@ func (c *Cluster) bootstrapLoop() {
 			c.log.Error("bootstrap failed", "err", err)
 			continue
 		}
-		c.setMeta(func(m *meta) { m.HasState, m.Proposal = true, "" })
-		return
+		bootstrapped = true
+		c.setMeta(func(m *meta) { m.HasState = true })
 	}
+}
+
+// leaderKnown reports whether this node's Raft knows a leader.
+func (c *Cluster) leaderKnown() bool {
+	servers, _ := c.node.Servers()
+	return slices.ContainsFunc(servers, func(s node.Server) bool { return s.Leader })
 }
 
 // bootstrapView returns, from the live gossip members: the servers to
 // bootstrap when exactly expect members want to bootstrap with the same
-// expect (else nil); what each of them proposes; and whether any member
-// already has Raft state.
+// expect (else nil), those that bootstrapped and still propose included;
+// what each of them proposes; and whether any member has Raft state and
+// proposes nothing, a cluster that exists.
 //
 // It reads the members the event delegate recorded, not ml.Members(): the
 // nodes that returns are memberlist's own, which it goes on updating
@@ -88,7 +109,7 @@ func (c *Cluster) bootstrapView(expect int) (servers []raft.Server, proposals []
 	}
 	c.mu.Unlock()
 	for id, m := range view {
-		if m.HasState {
+		if m.HasState && m.Proposal == "" {
 			return nil, nil, true
 		}
 		if m.Expect != expect {
