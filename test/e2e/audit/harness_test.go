@@ -182,6 +182,7 @@ func (n *node) adminToken() string {
 type status struct {
 	Node struct {
 		State        string `json:"state"`
+		ClusterID    string `json:"cluster_id"`
 		CommitIndex  uint64 `json:"commit_index"`
 		AppliedIndex uint64 `json:"applied_index"`
 	} `json:"node"`
