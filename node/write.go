@@ -64,16 +64,76 @@ func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error
 	for range idAttempts {
 		attempt := p
 		attempt.ID = n.newID()
-		created, err := n.run(ctx, &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: &attempt})
+		created, err := n.proposeCreate(ctx, now, &attempt)
 		if errors.Is(err, fsm.ErrExists) {
 			continue
-		}
-		if err != nil && !errors.Is(err, ErrStorageFull) && noSpace(err) {
-			err = fmt.Errorf("%w: the Raft log could not store the paste: %v", ErrStorageFull, err)
 		}
 		return created, err
 	}
 	return nil, errors.New("could not find a free paste id")
+}
+
+// ImportRequest is a paste moved from another pastebin: unlike a
+// CreateRequest, it names its id and its times.
+type ImportRequest struct {
+	ID        string
+	Content   []byte
+	Title     string
+	Lang      string
+	CreatedAt time.Time // zero: now
+	ExpiresAt time.Time // zero: never
+	Burn      bool
+	Encrypted bool
+	// DeleteToken is the secret that deletes the paste later. Only its
+	// hash is replicated.
+	DeleteToken string
+}
+
+// Import replicates a paste under the id and times req gives, so that a
+// migration keeps the old links working. It returns an error wrapping
+// ErrBadID for an id CheckID refuses, and fsm.ErrExists when the id is
+// taken, or was within fsm.TombstoneTTL; it never draws another id.
+//
+// It needs no command type of its own: a create has always carried its
+// paste's id and times, and the FSM stores them as they come, so every
+// protocol version applies an import the same and a rolling upgrade
+// needs no gate. The command's Now is still this node's clock, the one
+// the FSM's expiry and tombstones run on.
+func (n *Node) Import(ctx context.Context, req ImportRequest) (*fsm.Paste, error) {
+	if err := CheckID(req.ID); err != nil {
+		return nil, err
+	}
+	if err := n.storage.admit(int64(len(req.Content))); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	p := fsm.Paste{
+		ID:        req.ID,
+		Content:   req.Content,
+		Title:     req.Title,
+		Lang:      req.Lang,
+		CreatedAt: now.UnixNano(),
+		Burn:      req.Burn,
+		Encrypted: req.Encrypted,
+		TokenHash: fsm.HashToken(req.DeleteToken),
+	}
+	if !req.CreatedAt.IsZero() {
+		p.CreatedAt = req.CreatedAt.UnixNano()
+	}
+	if !req.ExpiresAt.IsZero() {
+		p.ExpiresAt = req.ExpiresAt.UnixNano()
+	}
+	return n.proposeCreate(ctx, now, &p)
+}
+
+// proposeCreate replicates the create of p, stamped with now. A log that
+// had no room for it is ErrStorageFull, as a create the guard refused.
+func (n *Node) proposeCreate(ctx context.Context, now time.Time, p *fsm.Paste) (*fsm.Paste, error) {
+	created, err := n.run(ctx, &fsm.Command{Type: fsm.TypeCreate, Now: now.UnixNano(), Paste: p})
+	if err != nil && !errors.Is(err, ErrStorageFull) && noSpace(err) {
+		err = fmt.Errorf("%w: the Raft log could not store the paste: %v", ErrStorageFull, err)
+	}
+	return created, err
 }
 
 // Delete removes paste id if token is its delete token, or whatever the
@@ -118,6 +178,32 @@ func (n *Node) run(ctx context.Context, cmd *fsm.Command) (*fsm.Paste, error) {
 func CheckIDLength(n int) error {
 	if n != 0 && (n < IDLen || n > MaxIDLen) {
 		return fmt.Errorf("paste id length %d: want %d to %d characters", n, IDLen, MaxIDLen)
+	}
+	return nil
+}
+
+// ErrBadID means a paste id given from outside (Import) is not one that
+// CheckID accepts.
+var ErrBadID = errors.New("bad paste id")
+
+// CheckID reports whether id may name a paste that keeps the id it had
+// elsewhere: IDLen to MaxIDLen characters (CheckIDLength) that a URL path
+// keeps as they are, letters, digits, "-" and "_". The ids a node draws
+// are a subset; an old pastebin's may hold the look-alikes IDAlphabet
+// leaves out, or a UUID's dashes. The length floor keeps an imported id
+// as hard to guess as a drawn one, and keeps it from naming a route such
+// as /new, /pastes or /healthz.
+func CheckID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: the id is empty", ErrBadID)
+	}
+	if err := CheckIDLength(len(id)); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadID, err)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: %q holds %q: want letters, digits, - and _ only", ErrBadID, id, c)
+		}
 	}
 	return nil
 }
