@@ -72,6 +72,17 @@ func requestFields(r *http.Request, form url.Values) fieldFunc {
 
 // parseOptions validates the options of a create.
 func (s *Server) parseOptions(field fieldFunc) (options, error) {
+	o, err := parseLabels(field)
+	if err != nil {
+		return o, err
+	}
+	o.expire, err = s.parseExpiry(field)
+	return o, err
+}
+
+// parseLabels validates what a create and an import share: the title, the
+// language and the burn and encrypted flags.
+func parseLabels(field fieldFunc) (options, error) {
 	var o options
 	if v, ok := field("title"); ok {
 		if utf8.RuneCountInString(v) > maxTitle {
@@ -86,39 +97,6 @@ func (s *Server) parseOptions(field fieldFunc) (options, error) {
 		}
 		o.lang = lang
 	}
-	expire, hasExpire := field("expire")
-	if ttl, ok := field("ttl"); ok && !hasExpire {
-		secs, err := strconv.ParseInt(ttl, 10, 64)
-		if err != nil || secs < 0 {
-			return o, errorf(http.StatusBadRequest, "bad ttl %q: want whole seconds", ttl)
-		}
-		expire, hasExpire = strconv.FormatInt(secs, 10)+"s", true
-		if secs == 0 {
-			expire = "never"
-		}
-	}
-	if hasExpire {
-		d, err := parseExpire(expire)
-		if err != nil {
-			return o, err
-		}
-		o.expire = d
-	}
-	if !hasExpire {
-		o.expire = s.cfg.DefaultExpire
-	}
-	if max := s.cfg.MaxExpire; max > 0 {
-		switch {
-		case !hasExpire && o.expire == 0:
-			o.expire = max
-		case !hasExpire:
-			// --default-expire, which Validate keeps within max.
-		case o.expire == 0:
-			return o, errorf(http.StatusBadRequest, "expire never is not allowed here: the longest is %s", formatDuration(max))
-		case o.expire > max:
-			return o, errorf(http.StatusBadRequest, "expire %s is too long: the longest is %s", expire, formatDuration(max))
-		}
-	}
 	var err error
 	if o.burn, err = boolField(field, "burn"); err != nil {
 		return o, err
@@ -127,6 +105,46 @@ func (s *Server) parseOptions(field fieldFunc) (options, error) {
 		return o, err
 	}
 	return o, nil
+}
+
+// parseExpiry validates a create's expiry, from now: expire, or the old
+// pastebin's ttl, within --max-expire; --default-expire when it gives
+// none. 0 is never.
+func (s *Server) parseExpiry(field fieldFunc) (time.Duration, error) {
+	var d time.Duration
+	expire, hasExpire := field("expire")
+	if ttl, ok := field("ttl"); ok && !hasExpire {
+		secs, err := strconv.ParseInt(ttl, 10, 64)
+		if err != nil || secs < 0 {
+			return 0, errorf(http.StatusBadRequest, "bad ttl %q: want whole seconds", ttl)
+		}
+		expire, hasExpire = strconv.FormatInt(secs, 10)+"s", true
+		if secs == 0 {
+			expire = "never"
+		}
+	}
+	if hasExpire {
+		var err error
+		if d, err = parseExpire(expire); err != nil {
+			return 0, err
+		}
+	}
+	if !hasExpire {
+		d = s.cfg.DefaultExpire
+	}
+	if max := s.cfg.MaxExpire; max > 0 {
+		switch {
+		case !hasExpire && d == 0:
+			d = max
+		case !hasExpire:
+			// --default-expire, which Validate keeps within max.
+		case d == 0:
+			return 0, errorf(http.StatusBadRequest, "expire never is not allowed here: the longest is %s", formatDuration(max))
+		case d > max:
+			return 0, errorf(http.StatusBadRequest, "expire %s is too long: the longest is %s", expire, formatDuration(max))
+		}
+	}
+	return d, nil
 }
 
 func boolField(field fieldFunc, name string) (bool, error) {
@@ -302,16 +320,10 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 		}
 		return s.checkSize([]byte(content), form)
 	}
-	// Sized from Content-Length, the body is read into one buffer rather
-	// than one that doubles from 512 bytes.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	body, err := readBody(r, limit)
+	if err != nil {
+		return nil, nil, err
 	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
-		return nil, nil, bodyError(err)
-	}
-	body := buf.Bytes()
 	// curl --data-binary sends application/x-www-form-urlencoded too, so a
 	// body counts as a form only if it parses as one with a content field
 	// and nothing but create fields; anything else is the paste itself.
@@ -321,6 +333,20 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 		}
 	}
 	return s.checkSize(body, nil)
+}
+
+// readBody reads the whole body of r, which MaxBytesReader limits to
+// limit bytes. Sized from Content-Length, it is read into one buffer
+// rather than one that doubles from 512 bytes.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		return nil, bodyError(err)
+	}
+	return buf.Bytes(), nil
 }
 
 func (s *Server) checkSize(b []byte, form url.Values) ([]byte, url.Values, error) {
@@ -432,11 +458,8 @@ func (s *Server) handleCreateJSON(w http.ResponseWriter, r *http.Request) {
 
 // create replicates a new paste under a fresh delete token.
 func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.Created, error) {
-	if max := s.cfg.MaxStoreBytes; max > 0 {
-		if _, held := s.cfg.Store.Stats(); held+int64(len(content)) > max {
-			return nil, errorf(http.StatusInsufficientStorage, "the store is full (%s of %s): nothing was stored",
-				pastenode.FormatSize(held), pastenode.FormatSize(max))
-		}
+	if err := s.storeHasRoom(len(content)); err != nil {
+		return nil, err
 	}
 	token := newToken()
 	p, err := s.cfg.Store.Create(r.Context(), node.CreateRequest{
@@ -456,6 +479,18 @@ func (s *Server) create(r *http.Request, content []byte, o options) (*pastenode.
 		s.metrics.tokenCreates.WithLabelValues(o.tokenName).Inc()
 	}
 	return s.created(r, p, token), nil
+}
+
+// storeHasRoom refuses, with 507, content that would take the store past
+// --max-store-bytes.
+func (s *Server) storeHasRoom(size int) error {
+	if max := s.cfg.MaxStoreBytes; max > 0 {
+		if _, held := s.cfg.Store.Stats(); held+int64(size) > max {
+			return errorf(http.StatusInsufficientStorage, "the store is full (%s of %s): nothing was stored",
+				pastenode.FormatSize(held), pastenode.FormatSize(max))
+		}
+	}
+	return nil
 }
 
 func (s *Server) created(r *http.Request, p *fsm.Paste, token string) *pastenode.Created {

@@ -43,6 +43,10 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, "paste not found"
 	case errors.Is(err, fsm.ErrForbidden):
 		return http.StatusForbidden, "wrong delete token"
+	case errors.Is(err, fsm.ErrExists):
+		return http.StatusConflict, "paste id already taken"
+	case errors.Is(err, node.ErrBadID):
+		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, node.ErrNoLeader):
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
 	case errors.Is(err, node.ErrTimeout):

@@ -24,27 +24,33 @@ const DefaultNoQuorumWait = 2 * time.Second
 // refuses every admin call: no address, loopback included, is trusted, as
 // a reverse proxy on the same host would make every client local. A POST
 // must say Content-Type: application/json, which a cross-site form cannot.
+// Admin requests do not spend the rate limit (allowWrite).
 func (s *Server) admin(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case s.cfg.AdminToken == "" && s.cfg.IsClusterToken == nil:
-			s.error(w, r, errorf(http.StatusForbidden, "admin calls are off: this node has no admin token"))
-			return
-		case !s.isAdmin(r):
-			s.error(w, r, errorf(http.StatusUnauthorized, "admin token required: Authorization: Bearer TOKEN"))
-			return
+		if s.adminAllowed(w, r) {
+			h(w, r)
 		}
-		if r.Method == http.MethodPost {
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-				s.error(w, r, errorf(http.StatusUnsupportedMediaType, "admin calls take Content-Type: application/json"))
-				return
-			}
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.allowWrite(w, r) {
-			return
-		}
-		h(w, r)
 	})
+}
+
+// adminAllowed checks the admin token and an admin POST's media type, or
+// answers the request and returns false.
+func (s *Server) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case s.cfg.AdminToken == "" && s.cfg.IsClusterToken == nil:
+		s.error(w, r, errorf(http.StatusForbidden, "admin calls are off: this node has no admin token"))
+		return false
+	case !s.isAdmin(r):
+		s.error(w, r, errorf(http.StatusUnauthorized, "admin token required: Authorization: Bearer TOKEN"))
+		return false
+	}
+	if r.Method == http.MethodPost {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			s.error(w, r, errorf(http.StatusUnsupportedMediaType, "admin calls take Content-Type: application/json"))
+			return false
+		}
+	}
+	return true
 }
 
 // isAdmin reports whether r carries an admin token: the node's own or

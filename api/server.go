@@ -1,7 +1,7 @@
 // Package api serves pastenode's HTTP contract on a live node: creates,
 // reads, burns and deletes, the web UI's pages, health, metrics and status,
-// and the admin calls (join, remove, export, snapshot, backup, profiles). The typed
-// client of the same contract is the client package.
+// and the admin calls (join, remove, import, export, snapshot, backup,
+// profiles). The typed client of the same contract is the client package.
 //
 // The handlers call small interfaces declared here, Store (the replicated
 // paste store, *node.Node) and Cluster (gossip membership,
@@ -36,6 +36,9 @@ import (
 type Store interface {
 	// Create replicates a new paste under a fresh id and returns it.
 	Create(ctx context.Context, req node.CreateRequest) (*fsm.Paste, error)
+	// Import replicates a paste under the id and times it names, or
+	// returns fsm.ErrExists when the id is taken.
+	Import(ctx context.Context, req node.ImportRequest) (*fsm.Paste, error)
 	// Delete removes a paste with its delete token, or as admin.
 	Delete(ctx context.Context, id, token string, admin bool) error
 	// Read reads a live paste, consistent with every acknowledged write, or
@@ -221,6 +224,7 @@ func (s *Server) routes() {
 	// turns a wrong method into a 404 instead of a 405.
 	r.HandleFunc("/api/v1/pastes", s.handleCreateJSON).Methods(http.MethodPost).Name("api_create")
 	r.HandleFunc("/api/v1/pastes/{id}", s.handleMeta).Methods(get...).Name("api_meta")
+	r.Handle("/api/v1/pastes/{id}", s.admin(s.handleImport)).Methods(http.MethodPut).Name("import")
 	r.HandleFunc("/api/v1/status", s.handleStatus).Methods(get...).Name("status")
 	r.Handle("/api/v1/cluster/join", s.admin(s.handleJoin)).Methods(http.MethodPost).Name("join")
 	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")
