@@ -83,8 +83,9 @@ func (s *Server) underBasePath(h http.Handler) http.Handler {
 	})
 }
 
-// handleDownload is GET /download/{id}: the raw bytes as an attachment
-// named after the paste's language. A burn paste is consumed, as by /raw.
+// handleDownload is GET /download/{id}: the raw bytes as an
+// application/octet-stream attachment named after the paste's language.
+// A burn paste is consumed, as by /raw.
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
 	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
@@ -92,11 +93,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	name := ui.DownloadName(ui.PasteOf(p, false))
-	// Ids and extensions hold no quote or backslash: the plain quoted
-	// form, as the old pastebin sent it.
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	s.serveRaw(w, r, p)
+	s.serveRaw(w, r, p, true)
 }
 
 // handlePasteyCreate is Pastey's POST /pastes: a form with title and body

@@ -67,6 +67,15 @@ func TestDownload(t *testing.T) {
 	goID, _ := create(t, tn.URL, []byte("package main\n"), "lang=go")
 	txtID, _ := create(t, tn.URL, []byte("notes\n"), "")
 	burnID, _ := create(t, tn.URL, []byte("once\n"), "burn=true&lang=python")
+	// A HEAD says what a download would be and consumes nothing.
+	head := do(t, http.MethodHead, tn.URL+"/download/"+burnID, nil)
+	head.wantStatus(t, http.StatusOK)
+	if ct := head.Header.Get("Content-Type"); ct != "application/octet-stream" {
+		t.Errorf("HEAD of a burn download: Content-Type %q, want application/octet-stream", ct)
+	}
+	// Text or not, a download is an application/octet-stream attachment,
+	// as the old pastebin answered it, and a raw read of the same paste
+	// stays text.
 	for _, c := range []struct{ id, file, body string }{
 		{goID, goID + ".go", "package main\n"},
 		{txtID, txtID + ".txt", "notes\n"},
@@ -77,12 +86,28 @@ func TestDownload(t *testing.T) {
 		if got, want := r.Header.Get("Content-Disposition"), `attachment; filename="`+c.file+`"`; got != want {
 			t.Errorf("Content-Disposition: got %q, want %q", got, want)
 		}
+		if got := r.Header.Get("Content-Type"); got != "application/octet-stream" {
+			t.Errorf("download %s: Content-Type %q, want application/octet-stream", c.id, got)
+		}
+		if got := r.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("download %s: X-Content-Type-Options %q, want nosniff", c.id, got)
+		}
 		if string(r.body) != c.body {
 			t.Errorf("download %s: got %q, want %q", c.id, r.body, c.body)
 		}
 	}
+	raw := readRaw(t, tn.URL, txtID, []byte("notes\n"))
+	if ct := raw.Header.Get("Content-Type"); ct != "text/plain; charset=utf-8" || raw.Header.Get("Content-Disposition") != "" {
+		t.Errorf("raw read after downloads: Content-Type %q, Content-Disposition %q; want text, inline", ct, raw.Header.Get("Content-Disposition"))
+	}
+	// A conditional download is answered as a raw read's, with the
+	// download's headers.
+	etag := raw.Header.Get("ETag")
+	r := do(t, http.MethodGet, tn.URL+"/download/"+txtID, nil, "If-None-Match", etag)
+	r.wantStatus(t, http.StatusNotModified)
 	do(t, http.MethodGet, tn.URL+"/download/"+burnID, nil).wantStatus(t, http.StatusNotFound)
 	do(t, http.MethodGet, tn.URL+"/raw/"+burnID, nil).wantStatus(t, http.StatusNotFound)
+	do(t, http.MethodGet, tn.URL+"/download/nosuchpaste", nil).wantStatus(t, http.StatusNotFound)
 }
 
 func TestPasteyForms(t *testing.T) {

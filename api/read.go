@@ -76,19 +76,28 @@ func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.serveRaw(w, r, p)
+	s.serveRaw(w, r, p, false)
 }
 
-// serveRaw writes p's bytes. A burn paste is consumed: whether the reader
-// gets the content or a 404 is the consume command's result, decided in the
-// replicated state (G4).
-func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
-	if !p.Burn {
+// serveRaw writes p's bytes, as a download (/download/ID) when download
+// is set. A burn paste is consumed: whether the reader gets the content or
+// a 404 is the consume command's result, decided in the replicated state
+// (G4).
+func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste, download bool) {
+	setHeaders := ui.SetRawHeaders
+	if download {
+		setHeaders = ui.SetDownloadHeaders
+	}
+	switch {
+	case !p.Burn && download:
+		ui.ServeDownload(w, r, p)
+		return
+	case !p.Burn:
 		ui.ServeRaw(w, r, p)
 		return
 	}
 	if r.Method == http.MethodHead {
-		ui.SetRawHeaders(w.Header(), p)
+		setHeaders(w.Header(), p)
 		w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
 		return
 	}
@@ -103,7 +112,7 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) 
 	s.metrics.burns.Inc()
 	// The one read there will ever be: the whole content, whatever
 	// If-None-Match or Range say.
-	ui.SetRawHeaders(w.Header(), p)
+	setHeaders(w.Header(), p)
 	w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(p.Content)
@@ -138,7 +147,7 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "This paste burns after reading: GET "+s.baseURL(r)+"/raw/"+p.ID+" to read it, once.\n")
 		return
 	case !html:
-		s.serveRaw(w, r, p)
+		s.serveRaw(w, r, p, false)
 		return
 	}
 	lang, err := viewLang(r, p)

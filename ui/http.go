@@ -109,8 +109,33 @@ func SetRawHeaders(h http.Header, p *fsm.Paste) {
 // conditional or Range request goes through http.ServeContent, which
 // answers 304, 206 and 412 as it should.
 func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
-	h := w.Header()
+	SetRawHeaders(w.Header(), p)
+	writeRaw(w, r, p)
+}
+
+// ServeDownload is ServeRaw with the headers of a download
+// (SetDownloadHeaders).
+func ServeDownload(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
+	SetDownloadHeaders(w.Header(), p)
+	writeRaw(w, r, p)
+}
+
+// SetDownloadHeaders sets the headers of a download of p (/download/ID):
+// a raw read's, but application/octet-stream whatever the paste holds and
+// an attachment named DownloadName, as the old Rust pastebin sent it, so
+// that a browser saves the file rather than showing it.
+func SetDownloadHeaders(h http.Header, p *fsm.Paste) {
 	SetRawHeaders(h, p)
+	h["Content-Type"] = hvBinary
+	// Ids and extensions hold no quote or backslash: the plain quoted
+	// form, as the old pastebin sent it.
+	h.Set("Content-Disposition", `attachment; filename="`+DownloadName(PasteOf(p, false))+`"`)
+}
+
+// writeRaw writes p's bytes, or the answer to a conditional or Range
+// request for them, under the headers already set.
+func writeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
+	h := w.Header()
 	if Conditional(r.Header) {
 		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 		return

@@ -62,6 +62,9 @@ func TestRustPastebinRoutes(t *testing.T) {
 			if got, want := r.header.Get("Content-Disposition"), `attachment; filename="`+c.file+`"`; got != want {
 				t.Errorf("Content-Disposition: got %q, want %q", got, want)
 			}
+			if got := r.header.Get("Content-Type"); got != "application/octet-stream" {
+				t.Errorf("download Content-Type: got %q, want application/octet-stream", got)
+			}
 			if string(r.body) != c.body {
 				t.Errorf("download body: got %q, want %q", r.body, c.body)
 			}
