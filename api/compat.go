@@ -22,7 +22,7 @@ import (
 func (s *Server) compatRoutes(r *mux.Router) {
 	get := []string{http.MethodGet, http.MethodHead}
 	r.HandleFunc("/download/{id}", s.handleDownload).Methods(get...).Name("download")
-	r.HandleFunc("/new", s.handleIndex).Methods(get...).Name("new")
+	r.HandleFunc("/new", s.handleNew).Methods(get...).Name("new")
 	r.HandleFunc("/pastes", s.handleIndex).Methods(get...).Name("pastey_form")
 	r.HandleFunc("/pastes", s.handlePasteyCreate).Methods(http.MethodPost).Name("pastey_create")
 	r.HandleFunc("/pastes/{id}", s.handleView).Methods(get...).Name("pastey_view")
@@ -125,15 +125,19 @@ func viewLang(r *http.Request, p *fsm.Paste) (string, error) {
 	return lang, nil
 }
 
-// cloneID is the paste that the new-paste form starts from: ?clone=ID, or
-// the old pastebin's /new?id=ID.
-func cloneID(r *http.Request) string {
-	q := r.URL.Query()
-	if id := q.Get("clone"); id != "" {
-		return id
+// handleNew is the old pastebin's Clone link, GET /new?id=ID: the
+// new-paste form filled with that paste, for every client, as the old
+// pastebin answered it, and a 404 when there is no such paste. Without an
+// id it is the empty form.
+func (s *Server) handleNew(w http.ResponseWriter, r *http.Request) {
+	d := s.indexData()
+	if id := r.URL.Query().Get("id"); id != "" {
+		p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		prefill(&d, p)
 	}
-	if r.URL.Path == "/new" {
-		return q.Get("id")
-	}
-	return ""
+	s.renderIndex(w, d)
 }

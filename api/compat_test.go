@@ -145,13 +145,49 @@ func TestNewClone(t *testing.T) {
 	t.Parallel()
 	tn := startNode(t, Config{})
 	id, _ := create(t, tn.URL, []byte("clone <me>"), "lang=go")
-	for _, path := range []string{"/new?id=" + id, "/?clone=" + id} {
-		r := do(t, http.MethodGet, tn.URL+path, nil, htmlAccept...)
+	filled := func(r response) bool {
+		return bytes.Contains(r.body, []byte("clone &lt;me&gt;</textarea>")) && bytes.Contains(r.body, []byte(`<option value="Go" selected>`))
+	}
+	// The old pastebin's Clone link is the filled form for every client,
+	// whatever it accepts; pastenode's own ?clone= is for browsers.
+	for _, c := range []struct{ path, accept string }{
+		{"/new?id=" + id, htmlAccept[1]},
+		{"/new?id=" + id, ""},
+		{"/new?id=" + id, "*/*"},
+		{"/new?id=" + id, "text/plain"},
+		{"/?clone=" + id, htmlAccept[1]},
+	} {
+		r := do(t, http.MethodGet, tn.URL+c.path, nil, "Accept", c.accept)
 		r.wantStatus(t, http.StatusOK)
-		if !bytes.Contains(r.body, []byte("clone &lt;me&gt;</textarea>")) || !bytes.Contains(r.body, []byte(`<option value="Go" selected>`)) {
-			t.Errorf("GET %s: want the form filled with the paste, got %s", path, r.body)
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !filled(r) {
+			t.Errorf("GET %s, Accept %q: %s; want the form filled with the paste, got %.300s", c.path, c.accept, ct, r.body)
 		}
 	}
+	if r := do(t, http.MethodGet, tn.URL+"/?clone="+id, nil); filled(r) {
+		t.Errorf("GET /?clone= from curl: want the usage line, got the form")
+	}
+
+	// An id that is not there is a 404, to a browser and to curl.
+	for _, accept := range []string{htmlAccept[1], ""} {
+		r := do(t, http.MethodGet, tn.URL+"/new?id=nosuchpaste", nil, "Accept", accept)
+		r.wantStatus(t, http.StatusNotFound)
+		if bytes.Contains(r.body, []byte(`id="new-paste"`)) {
+			t.Errorf("GET /new?id=unknown, Accept %q: a 404 with the form", accept)
+		}
+	}
+	// Without an id: the empty form.
+	if r := do(t, http.MethodGet, tn.URL+"/new", nil); r.StatusCode != http.StatusOK || !bytes.Contains(r.body, []byte(`id="new-paste"`)) {
+		t.Errorf("GET /new: %d; want the form", r.StatusCode)
+	}
+	// A burn paste's clone link shows the form without its content, and
+	// leaves it unread.
+	burnID, _ := create(t, tn.URL, []byte("burn <secret>"), "burn=true")
+	r := do(t, http.MethodGet, tn.URL+"/new?id="+burnID, nil)
+	r.wantStatus(t, http.StatusOK)
+	if bytes.Contains(r.body, []byte("burn &lt;secret&gt;")) {
+		t.Errorf("GET /new?id=BURN: the form shows the burn paste's content")
+	}
+	readRaw(t, tn.URL, burnID, []byte("burn <secret>"))
 }
 
 func TestDefaultExpire(t *testing.T) {

@@ -16,19 +16,35 @@ import (
 )
 
 // handleIndex is GET /: the new-paste form for browsers, a usage line for
-// everyone else. ?clone=ID (or /new?id=ID) fills the form with that paste.
+// everyone else. ?clone=ID fills the form with that paste.
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	if !ui.WantsHTML(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("pastenode: curl --data-binary @- " + s.baseURL(r) + "/ < file\n"))
 		return
 	}
-	d := ui.IndexData{MaxSize: s.cfg.MaxPasteSize, TokenRequired: s.tokens != nil}
-	if id := cloneID(r); id != "" {
-		if p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r)); err == nil && !p.Burn && !p.Encrypted {
-			d.Prefill, d.PrefillLang, d.PrefillTitle = string(p.Content), p.Lang, p.Title
+	d := s.indexData()
+	if id := r.URL.Query().Get("clone"); id != "" {
+		if p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r)); err == nil {
+			prefill(&d, p)
 		}
 	}
+	s.renderIndex(w, d)
+}
+
+func (s *Server) indexData() ui.IndexData {
+	return ui.IndexData{MaxSize: s.cfg.MaxPasteSize, TokenRequired: s.tokens != nil}
+}
+
+// prefill fills the form with p to clone it, unless p burns or is
+// encrypted: the form would show what a reader must reveal or decrypt.
+func prefill(d *ui.IndexData, p *fsm.Paste) {
+	if !p.Burn && !p.Encrypted {
+		d.Prefill, d.PrefillLang, d.PrefillTitle = string(p.Content), p.Lang, p.Title
+	}
+}
+
+func (s *Server) renderIndex(w http.ResponseWriter, d ui.IndexData) {
 	s.htmlHeaders(w)
 	if err := s.cfg.UI.Index(w, d); err != nil {
 		s.log.Error("render index", "err", err)

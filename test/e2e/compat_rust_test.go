@@ -88,6 +88,14 @@ func TestRustPastebinRoutes(t *testing.T) {
 				t.Errorf("GET %s: want the form filled with the paste, got %s", path, r.body)
 			}
 		}
+		// The old pastebin answered its Clone link with the page to any
+		// client, and a 404 for an id it did not have.
+		r := do(t, http.MethodGet, p.URL+"/new?id="+idOf(u), nil).expect(t, "GET /new?id= from curl", http.StatusOK)
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !bytes.Contains(r.body, []byte("clone &lt;this&gt;\n</textarea>")) {
+			t.Errorf("GET /new?id= from curl: %s, want the filled form, got %.300s", ct, r.body)
+		}
+		do(t, http.MethodGet, p.URL+"/new?id=nosuchpaste", nil).expect(t, "GET /new?id= of an unknown id", http.StatusNotFound)
+		do(t, http.MethodGet, p.URL+"/new?id=nosuchpaste", nil, browserAccept...).expect(t, "GET /new?id= of an unknown id in a browser", http.StatusNotFound)
 	})
 
 	t.Run("prism language names", func(t *testing.T) {
