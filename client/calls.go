@@ -34,21 +34,9 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("read content: %w", err)
 	}
-	q := url.Values{}
-	if opts.Lang != "" {
-		q.Set("lang", opts.Lang)
-	}
+	q := labels(opts.Title, opts.Lang, opts.Burn, opts.Encrypted)
 	if opts.Expire != "" {
 		q.Set("expire", opts.Expire)
-	}
-	if opts.Title != "" {
-		q.Set("title", opts.Title)
-	}
-	if opts.Burn {
-		q.Set("burn", "true")
-	}
-	if opts.Encrypted {
-		q.Set("encrypted", "true")
 	}
 	var header http.Header
 	if c.createTok != "" {
@@ -65,6 +53,25 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 		return nil, err
 	}
 	return &created, nil
+}
+
+// labels is the query of what a create and an import share: the title,
+// the language and the flags, each left out when it is empty or false.
+func labels(title, lang string, burn, encrypted bool) url.Values {
+	q := url.Values{}
+	if title != "" {
+		q.Set("title", title)
+	}
+	if lang != "" {
+		q.Set("lang", lang)
+	}
+	if burn {
+		q.Set("burn", "true")
+	}
+	if encrypted {
+		q.Set("encrypted", "true")
+	}
+	return q
 }
 
 // decodeCreated fills c from a create's answer: the JSON body when there is

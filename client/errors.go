@@ -23,6 +23,7 @@ var (
 	ErrForbidden           = errors.New("forbidden")             // 403: a wrong delete token
 	ErrNotFound            = errors.New("not found")             // 404: unknown, expired, deleted or burned
 	ErrMethodNotAllowed    = errors.New("method not allowed")    // 405
+	ErrConflict            = errors.New("conflict")              // 409: an import's id is already taken
 	ErrTooLarge            = errors.New("too large")             // 413: over the node's --max-paste-size
 	ErrRateLimited         = errors.New("rate limited")          // 429: over the node's --rate-limit
 	ErrInternal            = errors.New("internal server error") // 500
@@ -39,6 +40,7 @@ var statusErrors = map[int]error{
 	http.StatusForbidden:             ErrForbidden,
 	http.StatusNotFound:              ErrNotFound,
 	http.StatusMethodNotAllowed:      ErrMethodNotAllowed,
+	http.StatusConflict:              ErrConflict,
 	http.StatusRequestEntityTooLarge: ErrTooLarge,
 	http.StatusTooManyRequests:       ErrRateLimited,
 	http.StatusInternalServerError:   ErrInternal,

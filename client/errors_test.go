@@ -13,7 +13,7 @@ import (
 
 var sentinels = []error{
 	client.ErrBadRequest, client.ErrUnauthorized, client.ErrForbidden, client.ErrNotFound,
-	client.ErrMethodNotAllowed, client.ErrTooLarge, client.ErrRateLimited, client.ErrInternal,
+	client.ErrMethodNotAllowed, client.ErrConflict, client.ErrTooLarge, client.ErrRateLimited, client.ErrInternal,
 	client.ErrNotImplemented, client.ErrBadGateway, client.ErrUnavailable, client.ErrInsufficientStorage,
 }
 
@@ -30,6 +30,7 @@ func TestErrorStatuses(t *testing.T) {
 		{http.StatusForbidden, false, "", client.ErrForbidden, 0},
 		{http.StatusNotFound, false, "", client.ErrNotFound, 0},
 		{http.StatusMethodNotAllowed, false, "", client.ErrMethodNotAllowed, 0},
+		{http.StatusConflict, true, "", client.ErrConflict, 0},
 		{http.StatusRequestEntityTooLarge, false, "", client.ErrTooLarge, 0},
 		{http.StatusTooManyRequests, true, "1", client.ErrRateLimited, time.Second},
 		{http.StatusInternalServerError, true, "", client.ErrInternal, 0},
