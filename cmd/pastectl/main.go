@@ -109,7 +109,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
 	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir: read the admin token it generated from DIR/admin-token (env PASTE_DATA_DIR)")
-	f.StringVarP(&c.output, "output", "o", "text", "output format of put and status: text or json")
+	f.StringVarP(&c.output, "output", "o", "text", "output format of put, status and import: text or json")
 	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer, for export each silence (0: no limit)")
 
 	root.AddCommand(
@@ -120,6 +120,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.joinCommand(),
 		c.removeCommand(),
 		c.exportCommand(),
+		c.importCommand(),
 		c.snapshotCommand(),
 		c.rotateTokenCommand(),
 		c.backupCommand(),

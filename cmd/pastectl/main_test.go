@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,11 +54,15 @@ type fakeNode struct {
 	tokens  map[string]string
 	lastPut string // the query of the last create
 	calls   []string
+	// imports holds the query of each import the fake stored, by id;
+	// importTries counts the import calls, refused ones included.
+	imports     map[string]url.Values
+	importTries int
 }
 
 func newFake(t *testing.T) (*fakeNode, string) {
 	t.Helper()
-	f := &fakeNode{pastes: map[string][]byte{}, tokens: map[string]string{}, ready: true}
+	f := &fakeNode{pastes: map[string][]byte{}, tokens: map[string]string{}, imports: map[string]url.Values{}, ready: true}
 	f.status = pastenode.Status{
 		Node: pastenode.NodeStatus{ID: "n2", State: "Follower", LeaderID: "n1", Term: 3,
 			CommitIndex: 42, AppliedIndex: 41, LastContactMs: 25},
@@ -156,6 +161,7 @@ func (f *fakeNode) routes() http.Handler {
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
+	mux.HandleFunc("PUT /api/v1/pastes/{id}", f.importHandler(admin))
 	mux.HandleFunc("POST /api/v1/snapshot", admin("snapshot", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
