@@ -49,8 +49,18 @@
 // 32 bytes), with a 16-byte random salt and at least 600000 iterations; the
 // link carries no key.
 //
-// To decrypt in a shell, fetch /raw/ID and run Python with the cryptography
-// package (openssl enc cannot do GCM):
+// The page also decrypts, but never makes, the old Rust pastebin's
+// encrypted pastes, which its page wrote with CryptoJS.AES.encrypt(text,
+// passphrase): base64 of "Salted__", an 8-byte salt and AES-256-CBC
+// ciphertext, with the key and iv from OpenSSL's EVP_BytesToKey (MD5, one
+// round). It asks for the passphrase as for a pn1.p paste. In a shell:
+//
+//	curl -s https://host/raw/ID | openssl enc -d -aes-256-cbc -md md5 -a -A -k PASSPHRASE
+//
+// (a ciphertext wrapped over several lines needs -a without -A).
+//
+// To decrypt pn1 in a shell, fetch /raw/ID and run Python with the
+// cryptography package (openssl enc cannot do GCM):
 //
 //	curl -s https://host/raw/ID > paste.pn1
 //	python3 - paste.pn1 KEY_OR_PASSWORD <<'EOF'

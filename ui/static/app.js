@@ -16,6 +16,19 @@
  * - Password: key = PBKDF2-HMAC-SHA256(UTF-8 password, 16-byte random salt,
  *   iterations (600000 when made here), 32 bytes). The link has no key.
  *
+ * The page also decrypts, but never makes, the old Rust pastebin's
+ * encrypted pastes, which its page wrote with CryptoJS.AES.encrypt(text,
+ * passphrase) in OpenSSL's format:
+ *
+ *   base64("Salted__" <salt> <ciphertext>)           passphrase
+ *
+ * - An 8-byte salt; AES-256-CBC with PKCS#7 padding.
+ * - The key and iv are OpenSSL's EVP_BytesToKey with MD5, one round:
+ *   D1 = MD5(passphrase || salt), Di = MD5(Di-1 || passphrase || salt),
+ *   key = D1 || D2, iv = D3. The passphrase is UTF-8.
+ * - base64 as openssl enc -a writes it: standard, padded, and whitespace
+ *   (its line breaks) is ignored.
+ *
  * The package documentation of ui (doc.go) shows how to decrypt in a shell.
  */
 "use strict";
@@ -118,8 +131,106 @@
     return { text: fields.join("."), key: fragment };
   }
 
+  // ---- the old pastebin's OpenSSL format (decrypt only) ------------------
+  //
+  // WebCrypto has AES-CBC but no MD5, which OpenSSL's key derivation needs,
+  // so md5 is here: RFC 1321, over bytes.
+
+  var MD5_SHIFT = [7, 12, 17, 22, 5, 9, 14, 20, 4, 11, 16, 23, 6, 10, 15, 21];
+  var MD5_K = [];
+  for (var ki = 0; ki < 64; ki++) {
+    MD5_K[ki] = Math.floor(Math.abs(Math.sin(ki + 1)) * 4294967296) | 0;
+  }
+
+  function md5(bytes) {
+    var n = bytes.length;
+    var words = (((n + 8) >>> 6) + 1) * 16; // whole 64-byte blocks, padding included
+    var x = new Int32Array(words);
+    for (var i = 0; i < n; i++) {
+      x[i >> 2] |= bytes[i] << ((i % 4) * 8);
+    }
+    x[n >> 2] |= 0x80 << ((n % 4) * 8);
+    x[words - 2] = n * 8; // the length in bits, low word (wraps to 32 bits)
+    x[words - 1] = Math.floor(n / 0x20000000); // and high word
+    var h = [0x67452301, 0xefcdab89 | 0, 0x98badcfe | 0, 0x10325476];
+    for (var j = 0; j < words; j += 16) {
+      var a = h[0], b = h[1], c = h[2], d = h[3];
+      for (var r = 0; r < 64; r++) {
+        var f, g;
+        if (r < 16) {
+          f = (b & c) | (~b & d);
+          g = r;
+        } else if (r < 32) {
+          f = (d & b) | (~d & c);
+          g = (5 * r + 1) % 16;
+        } else if (r < 48) {
+          f = b ^ c ^ d;
+          g = (3 * r + 5) % 16;
+        } else {
+          f = c ^ (b | ~d);
+          g = (7 * r) % 16;
+        }
+        var sum = (a + f + MD5_K[r] + x[j + g]) | 0;
+        var s = MD5_SHIFT[(r >> 4) * 4 + (r % 4)];
+        a = d;
+        d = c;
+        c = b;
+        b = (b + ((sum << s) | (sum >>> (32 - s)))) | 0;
+      }
+      h[0] = (h[0] + a) | 0;
+      h[1] = (h[1] + b) | 0;
+      h[2] = (h[2] + c) | 0;
+      h[3] = (h[3] + d) | 0;
+    }
+    var out = new Uint8Array(16);
+    for (var w = 0; w < 16; w++) {
+      out[w] = (h[w >> 2] >>> ((w % 4) * 8)) & 0xff;
+    }
+    return out;
+  }
+
+  // openSSLKey derives the 32-byte key and 16-byte iv of OpenSSL's
+  // EVP_BytesToKey with MD5 and one round.
+  function openSSLKey(passphrase, salt) {
+    var pass = new TextEncoder().encode(passphrase);
+    var out = new Uint8Array(48);
+    var prev = new Uint8Array(0);
+    for (var have = 0; have < out.length; have += 16) {
+      var buf = new Uint8Array(prev.length + pass.length + salt.length);
+      buf.set(prev);
+      buf.set(pass, prev.length);
+      buf.set(salt, prev.length + pass.length);
+      prev = md5(buf);
+      out.set(prev, have);
+    }
+    return { key: out.subarray(0, 32), iv: out.subarray(32) };
+  }
+
+  var SALTED = "Salted__";
+
+  // parseOpenSSL reads the old pastebin's format, or returns null.
+  function parseOpenSSL(text) {
+    var b64 = text.replace(/\s+/g, "");
+    if (b64.length % 4 !== 0 || !/^[A-Za-z0-9+\/]+={0,2}$/.test(b64)) {
+      return null;
+    }
+    var bin = atob(b64);
+    if (bin.slice(0, 8) !== SALTED || bin.length < 32 || (bin.length - 16) % 16 !== 0) {
+      return null;
+    }
+    var bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) {
+      bytes[i] = bin.charCodeAt(i);
+    }
+    return { mode: "password", cipher: "openssl", salt: bytes.subarray(8, 16), data: bytes.subarray(16) };
+  }
+
   // parse splits ciphertext text into its fields, or throws.
   function parse(text) {
+    var openssl = parseOpenSSL(text);
+    if (openssl) {
+      return openssl;
+    }
     var f = text.trim().split(".");
     try {
       if (f[0] === "pn1" && f[1] === "k" && f.length === 4) {
@@ -139,10 +250,19 @@
   // any failure (bad key, wrong password, tampering) rejects with WRONG.
   async function unseal(box, secret) {
     try {
-      var key = box.mode === "key"
-        ? await aesKey(b64uDecode(secret), "decrypt")
-        : await passwordKey(secret, box.salt, box.iterations, "decrypt");
-      var plain = await subtle.decrypt({ name: "AES-GCM", iv: box.iv }, key, box.data);
+      var plain;
+      if (box.cipher === "openssl") {
+        var derived = openSSLKey(secret, box.salt);
+        var cbc = await subtle.importKey("raw", derived.key, { name: "AES-CBC" }, false, ["decrypt"]);
+        plain = await subtle.decrypt({ name: "AES-CBC", iv: derived.iv }, cbc, box.data);
+      } else {
+        var key = box.mode === "key"
+          ? await aesKey(b64uDecode(secret), "decrypt")
+          : await passwordKey(secret, box.salt, box.iterations, "decrypt");
+        plain = await subtle.decrypt({ name: "AES-GCM", iv: box.iv }, key, box.data);
+      }
+      // A wrong passphrase that happens to leave valid padding gives
+      // bytes that are not UTF-8, which this refuses too.
       return new TextDecoder("utf-8", { fatal: true }).decode(plain);
     } catch (e) {
       throw new Error(WRONG);
