@@ -7,7 +7,7 @@ IMAGE     ?= pastenode:local
 PROMTOOL  ?= promtool
 SYSTEMD_ANALYZE ?= systemd-analyze
 
-.PHONY: all build static test test-unit check-deploy check-prometheus check-systemd audit jepsen-short jepsen bench bench-go vet fmt docker-image cluster-up cluster-down clean
+.PHONY: all build static test test-unit check-deploy check-prometheus check-systemd check-kubernetes audit jepsen-short jepsen bench bench-go vet fmt docker-image cluster-up cluster-down clean
 
 all: build
 
@@ -35,7 +35,7 @@ test: vet check-deploy
 
 # What deploy/ ships is valid: the Prometheus rules, the systemd unit and
 # the Kubernetes manifests.
-check-deploy: check-prometheus check-systemd
+check-deploy: check-prometheus check-systemd check-kubernetes
 
 # The Prometheus config and alert rules are valid and the main alerts fire
 # when they should (promtool comes with Debian's prometheus package). The
@@ -52,6 +52,14 @@ check-prometheus:
 		$(PROMTOOL) check rules deploy/prometheus/alerts.yml; \
 		$(PROMTOOL) test rules deploy/prometheus/alerts_test.yml; \
 	fi
+
+# Every object of the Kubernetes manifests decodes strictly into the
+# Kubernetes API types, and the objects fit together: ports, probes,
+# selectors, the join list, the Secret (deploy/kubernetes/check). The
+# check is a Go module of its own, so that the Kubernetes API packages
+# stay out of pastenode's; it fetches them from the module proxy once.
+check-kubernetes:
+	cd deploy/kubernetes/check && $(GO) test -count=1 ./...
 
 # The systemd unit is one systemd accepts without a warning. verify insists
 # that ExecStart names a program that exists here, so it checks a copy that
