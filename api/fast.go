@@ -11,9 +11,8 @@ import (
 	"github.com/pastenode/pastenode/ui"
 )
 
-// ServeFast answers ctx, on a fasthttp server, if it is a plain create
-// (fastCreate: it runs Handler on it), or a plain read of a paste's raw
-// bytes (GET or HEAD of /raw/{id}, no body, no query, no escapes, no
+// ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
+// paste's raw bytes (GET or HEAD of /raw/{id}, no body, no query, no escapes, no
 // conditional or Range headers, no stale read asked for) and the paste is
 // there and does not burn, with the answer Handler would give: the same
 // headers and bytes, counted in the raw route's metrics. It reports
@@ -21,9 +20,6 @@ import (
 // a missing paste among them, so that the rules of errors, burns and
 // conditional answers live in one place.
 func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
-	if s.fastCreate(ctx) {
-		return s.serveCreate(ctx)
-	}
 	if !ctx.IsGet() && !ctx.IsHead() {
 		return false
 	}
@@ -64,11 +60,10 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 }
 
 // FastStarts are the first bytes of the requests ServeFast may answer
-// (raw reads and creates), as they come on the wire: a front may send a
-// connection whose first request starts otherwise straight to Handler.
+// (raw reads), as they come on the wire: a front may send a connection
+// whose first request starts otherwise straight to Handler.
 func (s *Server) FastStarts() []string {
-	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix),
-		"POST " + string(s.createPath) + " ", "POST " + string(s.createPath) + "?"}
+	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix)}
 }
 
 // rawHeaderPool holds the header maps ServeFast fills.

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -156,15 +155,9 @@ type Server struct {
 	started time.Time
 
 	// rawPrefix is the path of the raw route up to its id, and
-	// rawMetrics its instruments, for ServeFast; createPath the path of
-	// a create, and whole the handler ServeFast runs creates on.
+	// rawMetrics its instruments, for ServeFast.
 	rawPrefix  []byte
 	rawMetrics *routeMetrics
-	createPath []byte
-	whole      http.Handler
-	// fastDone holds the context of each fasthttp server's shutdown
-	// (fastContext).
-	fastDone sync.Map // <-chan struct{} -> context.Context
 }
 
 // NewServer returns the API for cfg.
@@ -179,8 +172,7 @@ func NewServer(cfg Config) (*Server, error) {
 		limiter: newLimiter(cfg.RateLimit),
 		started: time.Now(),
 
-		rawPrefix:  []byte(cfg.BasePath + "/raw/"),
-		createPath: []byte(cfg.BasePath + "/"),
+		rawPrefix: []byte(cfg.BasePath + "/raw/"),
 	}
 	s.metrics = newMetrics(cfg.Store)
 	if cfg.CreateTokensFile != "" {
@@ -191,7 +183,6 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.routes()
 	s.instrumentRoutes(s.router)
-	s.whole = s.Handler()
 	return s, nil
 }
 
