@@ -214,31 +214,73 @@ func (f *front) accept(ln net.Listener, log *slog.Logger) error {
 // route reads the first bytes of c's first request and hands c, those
 // bytes first, to the fast server if they start a request it may answer,
 // else to net/http's at once, which then parses the request only once. A
-// connection that sends nothing, or only part of a fast start, within the
-// header limit is closed.
+// request that starts as a fast one goes to the fast server only if its
+// header block is in the plain form both parsers read alike (plainHead);
+// the rest, such as bare LF line ends, which fasthttp does not take, goes
+// to net/http. A connection that sends nothing, or only part of a fast
+// start or of its header block, within the header limit is closed.
 func (f *front) route(c net.Conn) {
-	buf := make([]byte, f.peek)
-	n := 0
+	buf := make([]byte, 0, 1024)
 	c.SetReadDeadline(time.Now().Add(f.header))
-	for n < len(buf) && f.undecided(buf[:n]) {
-		m, err := c.Read(buf[n:])
-		n += m
+	fast := false
+	for {
+		if !f.undecided(buf) {
+			if fast = f.startsFast(buf); !fast || headEnd(buf) >= 0 || len(buf) >= maxHeader {
+				break
+			}
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := c.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
 		if err != nil {
-			if n == 0 || isTimeout(err) {
+			if len(buf) == 0 || isTimeout(err) {
 				c.Close()
 				return
 			}
+			fast = false
 			break
 		}
 	}
 	c.SetReadDeadline(time.Time{})
-	hc := &handedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf[:n]), c)}
-	if f.startsFast(buf[:n]) {
+	hc := &handedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf), c)}
+	if fast && plainHead(buf) {
 		f.fastOpen.add()
 		f.fastConns.hand(&countedConn{Conn: hc, counter: &f.fastOpen})
 	} else {
 		f.handoff.hand(hc)
 	}
+}
+
+// headEnd returns the length of the header block that b starts with, its
+// blank line included, or -1 while b holds no end of it, bare LF line ends
+// included.
+func headEnd(b []byte) int {
+	if i := bytes.Index(b, []byte("\n\r\n")); i >= 0 {
+		if j := bytes.Index(b, []byte("\n\n")); j >= 0 && j < i {
+			return j + 2
+		}
+		return i + 3
+	}
+	if j := bytes.Index(b, []byte("\n\n")); j >= 0 {
+		return j + 2
+	}
+	return -1
+}
+
+// plainHead reports whether b starts with a header block of the form
+// fasthttp and net/http read alike: an HTTP/1.1 request line and at least
+// one header line, every line ended by CRLF.
+func plainHead(b []byte) bool {
+	end := headEnd(b)
+	if end < 0 {
+		return false
+	}
+	head := b[:end]
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	return bytes.HasSuffix(line, []byte(" HTTP/1.1")) && len(rest) > 2 &&
+		bytes.Count(head, []byte("\n")) == bytes.Count(head, []byte("\r\n"))
 }
 
 // undecided reports whether b, the first bytes of a request, may still
