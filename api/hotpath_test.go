@@ -209,23 +209,19 @@ func requestMetrics(t *testing.T, s *Server) map[string]uint64 {
 	return out
 }
 
-// TestRawReadAllocations: a plain GET /raw/{id} (and GET /{id} from curl)
-// costs a fixed handful of small allocations whatever the paste's size:
-// the status recorder, and for GET /{id} gorilla/mux's match (its
-// variables, the request's context), which the raw read, answered before
-// the router, skips (it was 9 through the router); under a base path the
-// shallow request copy too. Nothing per header and no buffer for the
-// bytes. Before the hot path it was 14 (35 for a paste built by hand),
-// with a copy buffer as large as the paste among them.
-func TestRawReadAllocations(t *testing.T) {
+// TestRawReadCopiesNoContent: a plain GET /raw/{id} (and GET /{id} from
+// curl, and under a base path) answers from the store's record: what it
+// allocates does not grow with the paste, so a read never copies the
+// content into the heap. How many allocations a read costs is a figure,
+// for BenchmarkRead, not a rule.
+func TestRawReadCopiesNoContent(t *testing.T) {
 	p := &fsm.Paste{ID: "abcdefgh", Content: []byte(strings.Repeat("x", 16<<10)), CreatedAt: 1e18}
 	p.Seal()
 	h, under := hotServer(t, p, ""), hotServer(t, p, "/paste")
 	for _, c := range []struct {
-		h       http.Handler
-		path    string
-		ceiling float64
-	}{{h, "/raw/abcdefgh", 1}, {h, "/abcdefgh", 9}, {under, "/paste/raw/abcdefgh", 3}} {
+		h    http.Handler
+		path string
+	}{{h, "/raw/abcdefgh"}, {h, "/abcdefgh"}, {under, "/paste/raw/abcdefgh"}} {
 		h := c.h
 		req := httptest.NewRequest(http.MethodGet, c.path, nil)
 		w := &sink{h: http.Header{}}
@@ -234,14 +230,11 @@ func TestRawReadAllocations(t *testing.T) {
 			w.code, w.n = 0, 0
 			h.ServeHTTP(w, req)
 		}
-		allocs := testing.AllocsPerRun(200, read)
+		b := bytesPerRun(200, read)
 		if w.code != http.StatusOK || w.n != len(p.Content) {
 			t.Fatalf("GET %s: %d with %d bytes, want 200 with %d", c.path, w.code, w.n, len(p.Content))
 		}
-		if allocs > c.ceiling {
-			t.Errorf("GET %s: %.0f allocations per read, want at most %.0f", c.path, allocs, c.ceiling)
-		}
-		if b := bytesPerRun(200, read); b > 2<<10 {
+		if b > 2<<10 {
 			t.Errorf("GET %s: %d bytes allocated per read of a 16 KiB paste, want under 2 KiB", c.path, b)
 		}
 	}

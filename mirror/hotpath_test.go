@@ -9,29 +9,6 @@ import (
 	"time"
 )
 
-// TestMirrorRawReadAllocations: a plain GET /raw/{id} on the mirror, once
-// the resource is prepared, costs at most the status recorder: no header
-// parsed or rebuilt, no copy of the bytes, no label lookup. Before, it
-// was 19 allocations.
-func TestMirrorRawReadAllocations(t *testing.T) {
-	f, ids := benchFSM(t, 50, 4)
-	path, _ := writeExportFile(t, t.TempDir(), f, time.Now())
-	h := startMirror(t, Config{Path: path, Poll: time.Hour}).Handler()
-	req := httptest.NewRequest(http.MethodGet, "/raw/"+ids[0], nil)
-	w := &discard{h: http.Header{}}
-	allocs := testing.AllocsPerRun(200, func() {
-		clear(w.h)
-		w.code = 0
-		h.ServeHTTP(w, req)
-	})
-	if w.code != http.StatusOK {
-		t.Fatalf("GET %s: %d, want 200", req.URL, w.code)
-	}
-	if allocs > 1 {
-		t.Errorf("GET %s: %.0f allocations per read, want at most 1", req.URL, allocs)
-	}
-}
-
 // TestMirrorOneWriteAnswersAsServeContent: the one-write answer of a plain
 // GET carries, on the wire, the same headers as the http.ServeContent
 // answer to a conditional GET that does not match, but Accept-Ranges, for
