@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,15 @@ func (tn *testNode) open(tb testing.TB) {
 	}
 	tn.node = n
 	waitFor(tb, 10*time.Second, "node ready", func() error { return n.Ready() })
+	// The leader's own entry that gives a new cluster its identity comes
+	// just after it takes office: past it, the tests see only the entries
+	// they cause.
+	waitFor(tb, 10*time.Second, "a cluster id", func() error {
+		if n.ClusterID() == "" {
+			return errors.New("none yet")
+		}
+		return nil
+	})
 
 	pages, err := ui.New(ui.Options{BasePath: tn.cfg.BasePath})
 	if err != nil {
