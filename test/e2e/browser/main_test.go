@@ -7,7 +7,8 @@
 // package, and one browser serves every test, each in a fresh tab of its
 // own browser context. Without a Chromium or Chrome the tests skip, except
 // under CI=true, where a missing browser is a failure. They skip in -short
-// mode.
+// mode. A failed test leaves a screenshot of its tab (see
+// keepFailureScreenshot).
 package browser
 
 import (
@@ -221,7 +222,44 @@ func newTab(t *testing.T) context.Context {
 	}
 	ctx, cancel := context.WithTimeout(tab, testTimeout)
 	t.Cleanup(cancel)
+	// Registered last, so it runs first, while the tab is still open.
+	t.Cleanup(func() { keepFailureScreenshot(t, tab) })
 	return ctx
+}
+
+// failuresDir keeps the screenshots of failed tests when go test runs
+// without -artifacts.
+var failuresDir = filepath.Join(os.TempDir(), "pastenode-browser-failures")
+
+// keepFailureScreenshot saves a screenshot of the tab of a test that
+// failed, as the test left the page: in the test's artifact directory
+// under go test -artifacts, else in failuresDir, which is not removed. It
+// takes the tab's own context, as the test's may have run out.
+func keepFailureScreenshot(t *testing.T, tab context.Context) {
+	if !t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Logf("no screenshot of the failure: %v", err)
+		return
+	}
+	dir := failuresDir
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		dir = t.ArtifactDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("no screenshot of the failure: %v", err)
+		return
+	}
+	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Logf("no screenshot of the failure: %v", err)
+		return
+	}
+	t.Logf("screenshot of the failure: %s", path)
 }
 
 // do runs browser actions and fails the test on error.
