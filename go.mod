@@ -23,6 +23,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	github.com/valyala/fasthttp v1.79.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	github.com/yuin/goldmark v1.8.7
 	go.etcd.io/bbolt v1.3.12
 	golang.org/x/sync v0.22.0
 	golang.org/x/sys v0.50.0

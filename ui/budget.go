@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"html/template"
 	"runtime"
 	"time"
 
@@ -13,15 +14,16 @@ import (
 // text.
 const DefaultHighlightBudget = 200 * time.Millisecond
 
-// highlighter runs chroma's tokenisers under a time budget. Some lexers
-// take seconds of CPU per kilobyte on hostile input (a long run of one
-// letter as a makefile), and a tokeniser cannot be interrupted in the middle
-// of a regular expression: it runs in a goroutine that is abandoned when
-// the budget ends. A semaphore bounds how many tokenisers run at once, so
-// that abandoned ones cannot pile up and take every core; a render that
-// finds every slot busy for its whole budget is served plain. The iterator
-// stops at the first token after its deadline, so an abandoned tokeniser
-// only runs past the budget for as long as one token takes.
+// highlighter runs chroma's tokenisers and goldmark's Markdown renders
+// under a time budget. Some lexers take seconds of CPU per kilobyte on
+// hostile input (a long run of one letter as a makefile), and neither a
+// tokeniser nor goldmark can be interrupted from outside: each runs in a
+// goroutine that is abandoned when the budget ends. A semaphore bounds how
+// many run at once, so that abandoned ones cannot pile up and take every
+// core; a render that finds every slot busy for its whole budget is served
+// plain. The work itself stops soon after its deadline: the tokeniser's
+// iterator at the first token after it, a Markdown render at the next
+// step of any of goldmark's parsers (see markdown.go).
 //
 // Every rendering of a paste's text (the pages, the export, a terminal
 // rendering) tokenises through highlighter.tokens, so none can escape the
@@ -31,16 +33,16 @@ type highlighter struct {
 	group  singleflight.Group // concurrent first views of one paste share a render
 }
 
-// tokeniserSlots bounds the tokenisers running at once in the process,
-// abandoned ones included, whichever UI started them.
+// tokeniserSlots bounds the tokenisers and Markdown renders running at
+// once in the process, abandoned ones included, whichever UI started them.
 var tokeniserSlots = make(chan struct{}, max(1, runtime.NumCPU()/2))
 
-// outcome is how a highlighting attempt ended.
+// outcome is how a highlighting or rendering attempt ended.
 type outcome int
 
 const (
-	highlighted outcome = iota // the lexer's tokens, in time
-	overBudget                 // the lexer ran out of time or failed: plain text, for good
+	highlighted outcome = iota // the lexer's tokens or the rendered Markdown, in time
+	overBudget                 // the work ran out of time or failed: plain text, for good
 	busy                       // no slot free within the budget: plain text, this time
 )
 
@@ -51,27 +53,55 @@ func (h *highlighter) tokens(lexer chroma.Lexer, text string) ([]chroma.Token, o
 	if lexer == nil || text == "" {
 		return plain, highlighted
 	}
+	tokens, res := withinBudget(h, func(deadline time.Time) ([]chroma.Token, bool) {
+		t := tokenise(lexer, text, deadline)
+		return t, t != nil
+	})
+	if res != highlighted {
+		return plain, res
+	}
+	return tokens, res
+}
+
+// markdown renders the Markdown text within the budget; unless the
+// outcome is highlighted, the HTML is empty.
+func (h *highlighter) markdown(text string) (template.HTML, outcome) {
+	return withinBudget(h, func(deadline time.Time) (template.HTML, bool) {
+		return renderMarkdown(text, deadline)
+	})
+}
+
+// withinBudget runs work in a goroutine that holds a slot, and waits for
+// it until the budget ends. work gets the deadline and reports whether it
+// finished in time.
+func withinBudget[T any](h *highlighter, work func(deadline time.Time) (T, bool)) (T, outcome) {
+	var none T
 	deadline := time.Now().Add(h.budget)
 	timer := time.NewTimer(h.budget)
 	defer timer.Stop()
 	select {
 	case tokeniserSlots <- struct{}{}:
 	case <-timer.C:
-		return plain, busy
+		return none, busy
 	}
-	done := make(chan []chroma.Token, 1)
+	type result struct {
+		v  T
+		ok bool
+	}
+	done := make(chan result, 1)
 	go func() {
 		defer func() { <-tokeniserSlots }()
-		done <- tokenise(lexer, text, deadline)
+		v, ok := work(deadline)
+		done <- result{v, ok}
 	}()
 	select {
-	case t := <-done:
-		if t == nil {
-			return plain, overBudget
+	case r := <-done:
+		if !r.ok {
+			return none, overBudget
 		}
-		return t, highlighted
+		return r.v, highlighted
 	case <-timer.C:
-		return plain, overBudget
+		return none, overBudget
 	}
 }
 

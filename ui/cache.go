@@ -11,9 +11,10 @@ import (
 // when Options.HighlightCacheBytes is 0.
 const DefaultHighlightCacheBytes = 32 << 20
 
-// bodyCache keeps highlighted paste bodies, least recently used first out,
-// within a byte budget. Highlighting costs milliseconds per kilobyte and a
-// paste never changes, so every view after the first is a lookup.
+// bodyCache keeps highlighted paste bodies (and the rendering of a
+// Markdown paste), least recently used first out, within a byte budget.
+// Highlighting costs milliseconds per kilobyte and a paste never changes,
+// so every view after the first is a lookup.
 type bodyCache struct {
 	mu    sync.Mutex
 	lru   *simplelru.LRU[string, renderedBody]
@@ -26,7 +27,16 @@ type renderedBody struct {
 	lines int
 	plain bool // highlighting ran out of its budget, or found no tokeniser free
 	busy  bool // no tokeniser was free: another render may highlight it; never cached
+
+	// markdown is the rendering of a Markdown paste, and mdRes how that
+	// ended: unless it is highlighted (rendered in time), markdown is
+	// empty, and mdRes busy is never cached either.
+	markdown template.HTML
+	mdRes    outcome
 }
+
+// size is what b counts against the cache's byte budget.
+func (b renderedBody) size() int { return len(b.html) + len(b.markdown) }
 
 func newBodyCache(maxBytes int) *bodyCache {
 	if maxBytes <= 0 {
@@ -34,7 +44,7 @@ func newBodyCache(maxBytes int) *bodyCache {
 	}
 	c := &bodyCache{max: maxBytes}
 	// The entry count is only a backstop; the byte budget decides.
-	c.lru, _ = simplelru.NewLRU(1<<20, func(_ string, b renderedBody) { c.bytes -= len(b.html) })
+	c.lru, _ = simplelru.NewLRU(1<<20, func(_ string, b renderedBody) { c.bytes -= b.size() })
 	return c
 }
 
@@ -48,16 +58,16 @@ func (c *bodyCache) get(key string) (renderedBody, bool) {
 }
 
 func (c *bodyCache) add(key string, b renderedBody) {
-	if c == nil || len(b.html) > c.max/8 {
+	if c == nil || b.size() > c.max/8 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.lru.Peek(key); ok {
-		c.bytes -= len(old.html)
+		c.bytes -= old.size()
 	}
 	c.lru.Add(key, b) // an eviction here is counted by the callback
-	c.bytes += len(b.html)
+	c.bytes += b.size()
 	for c.bytes > c.max {
 		c.lru.RemoveOldest()
 	}

@@ -37,6 +37,7 @@ const (
 	slotExpiresExact
 	slotExpiresRel
 	slotBody
+	slotMarkdown
 	numSlots
 )
 
@@ -51,16 +52,19 @@ type skeleton struct {
 }
 
 // shape is what decides the structure of a common paste page beyond its
-// values: whether it expires, and whether it has one line ("1 line", not
-// "1 lines").
-type shape struct{ expires, oneLine bool }
+// values: whether it expires, whether it has one line ("1 line", not "1
+// lines"), and whether it shows rendered Markdown.
+type shape struct{ expires, oneLine, markdown bool }
 
-func shapeOf(v *pasteView) shape { return shape{expires: v.Expires != nil, oneLine: v.Lines == 1} }
+func shapeOf(v *pasteView) shape {
+	return shape{expires: v.Expires != nil, oneLine: v.Lines == 1, markdown: v.Markdown != ""}
+}
 
 // buildSkeletons renders the skeleton of every shape of paste page.
 func (u *UI) buildSkeletons() (map[shape]*skeleton, error) {
 	out := make(map[shape]*skeleton)
-	for _, sh := range []shape{{false, false}, {false, true}, {true, false}, {true, true}} {
+	for i := range 8 {
+		sh := shape{expires: i&1 != 0, oneLine: i&2 != 0, markdown: i&4 != 0}
 		s, err := u.buildSkeleton(sh)
 		if err != nil {
 			return nil, fmt.Errorf("paste page skeleton %+v: %w", sh, err)
@@ -102,8 +106,9 @@ func (u *UI) buildSkeleton(sh shape) (*skeleton, error) {
 // probes are values with the characters fitsID accepts, and HTML, for the
 // slots that fitsText does not check.
 var probes = map[slot]string{
-	slotID:   "Az09-_",
-	slotBody: `<span class="x">a&amp;b</span>`,
+	slotID:       "Az09-_",
+	slotBody:     `<span class="x">a&amp;b</span>`,
+	slotMarkdown: `<p><a href="/x" rel="nofollow noopener">a&amp;b</a></p>`,
 }
 
 // textProbe is the probe of the other string slots: every printable ASCII
@@ -159,6 +164,9 @@ func (u *UI) renderSlots(sh shape, vals slotValues) (string, error) {
 	v.NoIndex = true
 	if sh.expires {
 		v.Expires = &stamp{Exact: vals[slotExpiresExact], Rel: vals[slotExpiresRel]}
+	}
+	if sh.markdown {
+		v.Markdown = template.HTML(vals[slotMarkdown])
 	}
 	var b strings.Builder
 	err := u.render(&b, "paste", v)
@@ -227,6 +235,7 @@ func valuesOf(v *pasteView) (slotValues, bool) {
 		slotCreatedExact: v.Created.Exact,
 		slotCreatedRel:   v.Created.Rel,
 		slotBody:         string(v.Body),
+		slotMarkdown:     string(v.Markdown),
 	}
 	if v.Expires != nil {
 		vals[slotExpiresExact], vals[slotExpiresRel] = v.Expires.Exact, v.Expires.Rel
@@ -235,7 +244,7 @@ func valuesOf(v *pasteView) (slotValues, bool) {
 		return vals, false
 	}
 	for sl, val := range vals {
-		if slot(sl) != slotID && slot(sl) != slotBody && !fitsText(val) {
+		if slot(sl) != slotID && slot(sl) != slotBody && slot(sl) != slotMarkdown && !fitsText(val) {
 			return vals, false
 		}
 	}

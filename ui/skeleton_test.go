@@ -24,6 +24,12 @@ func TestSkeletonMatchesTemplate(t *testing.T) {
 		}),
 		"title":      with(func(p *Paste) { p.Title = "Notes · día 1 (draft) 🚀" }),
 		"long lines": with(func(p *Paste) { p.Content = []byte(strings.Repeat("line\n", 12345)) }),
+		"markdown": with(func(p *Paste) {
+			p.Lang, p.Content = "markdown", []byte("# Notes\n\nSome **bold** text, a [link](https://example.com/a?b=c&d).\n")
+		}),
+		"markdown, one line, expires": with(func(p *Paste) {
+			p.Lang, p.Content, p.ExpiresAt = "markdown", []byte("*just* this"), now.Add(time.Hour)
+		}),
 	}
 	for _, opts := range []Options{{}, {Mirror: true}, {BasePath: "/paste"}} {
 		u, err := New(opts)
@@ -94,7 +100,8 @@ func BenchmarkPastePage(b *testing.B) {
 
 // TestSkeletonSlots checks that each shape's skeleton has a slot for
 // every value its page shows and no other: a one-line page says "1 line"
-// as a constant, and only an expiring page has the expiry's slots.
+// as a constant, only an expiring page has the expiry's slots, and only
+// a Markdown page the rendering's.
 func TestSkeletonSlots(t *testing.T) {
 	u, err := New(Options{Mirror: true})
 	if err != nil {
@@ -110,6 +117,9 @@ func TestSkeletonSlots(t *testing.T) {
 		}
 		if got := count[slotExpiresRel]; (got == 1) != sh.expires {
 			t.Errorf("%+v: %d slots for the expiry", sh, got)
+		}
+		if got := count[slotMarkdown]; (got == 1) != sh.markdown {
+			t.Errorf("%+v: %d slots for the rendered Markdown", sh, got)
 		}
 		for _, sl := range []slot{slotHeadTitle, slotHeading, slotBody, slotCreatedRel} {
 			if count[sl] != 1 {

@@ -75,7 +75,8 @@ func (u *UI) Terminal(w io.Writer, p Paste, lang, format string) error {
 	if lexer != nil {
 		// The page's verdict, cached and shared by concurrent first views:
 		// a paste that ran out of budget once is not tokenised again for
-		// every terminal read.
+		// every terminal read. (For a Markdown paste this renders the page's
+		// Markdown too, once, as the cached body holds both.)
 		p.Lang = lang
 		if u.body(p, lexer, text).plain {
 			lexer = nil

@@ -249,11 +249,12 @@ type pasteView struct {
 	Created   stamp
 	Expires   *stamp // nil: never
 	Body      template.HTML
-	Text      string // the ciphertext of an encrypted paste
+	Markdown  template.HTML // the rendering of a Markdown paste, shown before Body
+	Text      string        // the ciphertext of an encrypted paste
 	Notes     []string
 	Download  string // file name
 
-	busy bool // the body is plain because no tokeniser was free
+	busy bool // the body is plain, or not rendered, because no slot was free
 }
 
 // Paste writes the view of a paste. now is the time that relative times
@@ -321,7 +322,11 @@ func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 	lexer := lexerFor(p.Lang)
 	if lexer != nil && len(p.Content) > u.opts.MaxHighlightBytes {
 		lexer = nil
-		v.Notes = append(v.Notes, "This paste is larger than "+pastenode.FormatSize(int64(u.opts.MaxHighlightBytes))+", so it is shown without highlighting.")
+		shown := "without highlighting"
+		if isMarkdown(p.Lang) {
+			shown = "as source, without rendering or highlighting"
+		}
+		v.Notes = append(v.Notes, "This paste is larger than "+pastenode.FormatSize(int64(u.opts.MaxHighlightBytes))+", so it is shown "+shown+".")
 	}
 	b := u.body(p, lexer, text)
 	switch {
@@ -330,20 +335,28 @@ func (u *UI) pasteView(p Paste, now time.Time) pasteView {
 	case b.plain:
 		v.Notes = append(v.Notes, "Highlighting this paste took too long, so it is shown without highlighting.")
 	}
-	v.Body, v.Lines, v.busy = b.html, b.lines, b.busy
+	switch b.mdRes {
+	case busy:
+		v.Notes = append(v.Notes, "The renderer was busy when this page was made, so the Markdown is shown as source.")
+	case overBudget:
+		v.Notes = append(v.Notes, "Rendering this Markdown took too long, so it is shown as source.")
+	}
+	v.Body, v.Lines, v.Markdown = b.html, b.lines, b.markdown
+	v.busy = b.busy || b.mdRes == busy
 	v.Digits = min(len(strconv.Itoa(v.Lines)), 7)
 	return v
 }
 
-// body renders the paste's lines, highlighted within the budget, from the
-// cache when it can: a paste never changes, so its id and creation time
-// name its content, and a paste that ran out of budget is served plain from
-// then on. Concurrent first views of one paste share one render. Burned
-// pastes are shown once and never cached.
+// body renders the paste's lines, highlighted within the budget, and the
+// Markdown of a Markdown paste that is highlighted (not one too large for
+// that), from the cache when it can: a paste never changes, so its id,
+// language and creation time name what is shown, and a paste that ran out
+// of budget is served plain from then on. Concurrent first views of one
+// paste share one render. Burned pastes are shown once and never cached.
 func (u *UI) body(p Paste, lexer chroma.Lexer, text string) renderedBody {
+	md := lexer != nil && isMarkdown(p.Lang)
 	if lexer == nil || p.Burn || p.ID == "" {
-		b, _ := u.highlight(lexer, text)
-		return b
+		return u.highlight(lexer, text, md)
 	}
 	key := p.ID + "\x00" + p.Lang + "\x00" + strconv.FormatInt(p.CreatedAt.UnixNano(), 36)
 	if b, ok := u.cache.get(key); ok {
@@ -358,8 +371,8 @@ func (u *UI) body(p Paste, lexer chroma.Lexer, text string) renderedBody {
 		if b, ok := u.cache.get(key); ok {
 			return b, nil
 		}
-		b, res := u.highlight(lexer, text)
-		if res != busy {
+		b := u.highlight(lexer, text, md)
+		if !b.busy && b.mdRes != busy {
 			u.cache.add(key, b)
 		}
 		return b, nil
@@ -367,11 +380,16 @@ func (u *UI) body(p Paste, lexer chroma.Lexer, text string) renderedBody {
 	return v.(renderedBody)
 }
 
-// highlight renders text's lines with lexer (nil: plain) within the budget.
-func (u *UI) highlight(lexer chroma.Lexer, text string) (renderedBody, outcome) {
+// highlight renders text's lines with lexer (nil: plain) and, with md,
+// the Markdown of text, each within the budget.
+func (u *UI) highlight(lexer chroma.Lexer, text string, md bool) renderedBody {
 	tokens, res := u.hl.tokens(lexer, text)
 	html, lines := renderLines(tokens, len(text))
-	return renderedBody{html: html, lines: lines, plain: res != highlighted, busy: res == busy}, res
+	b := renderedBody{html: html, lines: lines, plain: res != highlighted, busy: res == busy}
+	if md {
+		b.markdown, b.mdRes = u.hl.markdown(text)
+	}
+	return b
 }
 
 // titleOf is the heading of a paste: its title, or its id.

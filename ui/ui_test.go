@@ -20,6 +20,10 @@ var now = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 // testLangs keeps the index goldens independent of chroma's lexer list.
 var testLangs = []Lang{{Name: "", Label: "plain text"}, {Name: "Go", Label: "Go"}, {Name: "Python", Label: "Python"}}
 
+// markdownSource is a Markdown paste with what the rendering must not
+// keep: raw HTML, an image.
+const markdownSource = "# Notes\n\nSome **bold** text and a [link](https://example.com/).\n\n<script>alert(1)</script>\n\n![logo](https://example.com/logo.png)\n"
+
 const goSource = "package main\n\nimport \"fmt\"\n\n// main greets.\nfunc main() {\n\tfmt.Println(\"hello, <world> & friends\")\n}\n"
 
 func newUI(t *testing.T, opts Options) *UI {
@@ -92,10 +96,27 @@ var (
 	styleAttrs = regexp.MustCompile(`(?i)\sstyle\s*=|<style\b`)
 )
 
+var (
+	renderedRE = regexp.MustCompile(`(?s)<div id="rendered" class="markdown">.*?</div>\n<pre id="paste"`)
+	linkTagRE  = regexp.MustCompile(`<a\b[^>]*>`)
+)
+
 // checkPolicy asserts what CSP requires of every page: no inline style or
-// script, and no URL outside the site.
+// script, and no URL outside the site. A Markdown paste's rendering may
+// link elsewhere, with rel="nofollow noopener", but loads nothing.
 func checkPolicy(t *testing.T, page string) {
 	t.Helper()
+	if md := renderedRE.FindString(page); md != "" {
+		for _, a := range linkTagRE.FindAllString(md, -1) {
+			if !strings.Contains(a, ` rel="nofollow noopener"`) {
+				t.Errorf("a link of the rendering has no rel=\"nofollow noopener\": %s", a)
+			}
+		}
+		if strings.Contains(md, " src=") {
+			t.Errorf("the rendering loads something: %s", md)
+		}
+		page = strings.Replace(page, md, `<pre id="paste"`, 1)
+	}
 	if loc := styleAttrs.FindStringIndex(page); loc != nil {
 		t.Errorf("page has inline style: %q", page[loc[0]:min(loc[1]+40, len(page))])
 	}
@@ -189,6 +210,14 @@ func TestPages(t *testing.T) {
 		},
 		contains: []string{"<pre id=\"ciphertext\" hidden>\n" + cipher + "</pre>", `<pre id="paste" class="chroma">Decrypting…</pre>`, `id="unlock-password"`, `id="unlock"`, `id="decrypt-error"`, "(encrypted)", "Raw (encrypted)"},
 		excludes: []string{`class="line"`, `class="kd"`, "/?clone="},
+	}, {
+		name: "paste-markdown",
+		render: func(u *UI, w io.Writer) error {
+			return u.Paste(w, with(func(p *Paste) { p.Lang, p.Content = "markdown", []byte(markdownSource) }), now)
+		},
+		contains: []string{`<div id="rendered" class="markdown">`, "<h1>Notes</h1>", "<strong>bold</strong>", `rel="nofollow noopener"`,
+			`<a class="button" id="show-source" href="#paste">Source</a>`, `<span class="line" id="L3">`, "&lt;script&gt;"},
+		excludes: []string{"<script>alert", "<img"},
 	}, {
 		name:     "paste-burned",
 		render:   func(u *UI, w io.Writer) error { return u.Paste(w, with(func(p *Paste) { p.Burn = true }), now) },

@@ -26,14 +26,16 @@ func colorScheme(scheme string) chromedp.Action[chromedp.Void] {
 	})
 }
 
-// TestScreenshots takes screenshots of the new-paste page and a
-// highlighted paste, in both themes, on a desktop and a phone viewport. It
+// TestScreenshots takes screenshots of the new-paste page, a highlighted
+// paste and a rendered Markdown paste, in both themes, on a desktop and a phone viewport. It
 // checks what a person would notice first: the theme follows the system,
 // text keeps its contrast, and nothing is wider than the viewport.
 func TestScreenshots(t *testing.T) {
 	ctx := newTab(t)
 	fillForm(t, ctx, pasteForm{content: goSource + "\n// " + longLine + "\n", lang: "Go"})
 	id := submitPlain(t, ctx)
+	fillForm(t, ctx, pasteForm{content: screenMarkdown, lang: "markdown"})
+	md := submitPlain(t, ctx)
 
 	dir := t.TempDir()
 	if err := os.MkdirAll(screensDir, 0o755); err != nil {
@@ -42,6 +44,7 @@ func TestScreenshots(t *testing.T) {
 	pages := []struct{ name, path string }{
 		{"new-paste", "/"},
 		{"paste-go", "/" + id + "#L3"},
+		{"paste-markdown", "/" + md},
 	}
 	viewports := []struct {
 		name          string
@@ -87,6 +90,11 @@ func TestScreenshots(t *testing.T) {
 		}
 	}
 }
+
+// screenMarkdown is a Markdown paste with the elements a rendering styles.
+const screenMarkdown = "# Release notes\n\nThis is **important**, see [the docs](https://example.com/docs) and `code`.\n\n" +
+	"## Changes\n\n- [x] done\n- [ ] ~~dropped~~ later\n\n> A quote, " + longLine + "\n\n" +
+	"```go\nfunc main() {} // " + longLine + "\n```\n\n| key | value |\n|:--|--:|\n| a | 1 |\n\n---\n"
 
 // longLine is wider than any viewport, to show how a long line scrolls.
 const longLine = "a comment much longer than the screen is wide, to see that it scrolls inside the paste and not the page: " +
