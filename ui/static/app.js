@@ -484,6 +484,97 @@
     });
   }
 
+  // ---- line links ---------------------------------------------------------
+  //
+  // Each line is span.line#L<n>, whose number is a link to #L<n>: without
+  // the script the browser goes there and :target marks it. The script
+  // marks ranges too, #L12-L20: a shift-click on a number extends from
+  // the line last clicked or linked to. It marks with the class "marked",
+  // and puts "marking" on #paste, which turns the :target mark off, as a
+  // range in the URL has no element of its own. On a Markdown paste a line
+  // or a range shows the source (data-view on the article).
+
+  var LINES = /^#L([0-9]{1,9})(?:-L([0-9]{1,9}))?$/;
+
+  function initLines() {
+    var paste = $("paste");
+    var code = paste && paste.querySelector(":scope > code");
+    if (!code) {
+      return; // nothing to mark, or an encrypted paste: its fragment is the key
+    }
+    var article = paste.closest("article");
+    var markdown = !!$("rendered");
+    var anchor = 0; // the line a shift-click extends from
+    paste.classList.add("marking");
+
+    // mark marks the lines the fragment names, and returns the first.
+    var mark = function () {
+      code.querySelectorAll(".line.marked").forEach(function (el) {
+        el.classList.remove("marked");
+      });
+      var m = LINES.exec(location.hash);
+      if (markdown && (m || location.hash === "#paste")) {
+        article.setAttribute("data-view", "source");
+      } else {
+        article.removeAttribute("data-view");
+      }
+      if (!m) {
+        return null;
+      }
+      var from = Number(m[1]), to = m[2] ? Number(m[2]) : from;
+      if (from > to) {
+        var t = from;
+        from = to;
+        to = t;
+      }
+      // The loop ends at the first line past the last.
+      for (var i = from; i <= to; i++) {
+        var line = document.getElementById("L" + i);
+        if (!line) {
+          break;
+        }
+        line.classList.add("marked");
+      }
+      return document.getElementById("L" + from);
+    };
+    // fromURL marks what the URL names, scrolls to it and takes its first
+    // line as the anchor.
+    var fromURL = function () {
+      var first = mark();
+      if (first) {
+        anchor = Number(first.id.slice(1));
+        first.scrollIntoView({ block: "start" });
+      }
+    };
+    fromURL();
+    window.addEventListener("hashchange", fromURL);
+    window.addEventListener("popstate", fromURL);
+
+    // A shift-click would select text from the last click, and open the
+    // link in a new window.
+    code.addEventListener("mousedown", function (ev) {
+      if (ev.shiftKey && ev.target.closest("a.ln")) {
+        ev.preventDefault();
+      }
+    });
+    code.addEventListener("click", function (ev) {
+      var ln = ev.target.closest("a.ln");
+      if (!ln) {
+        return;
+      }
+      var n = Number(ln.parentNode.id.slice(1));
+      if (!ev.shiftKey) {
+        anchor = n; // the link does the rest, as without the script
+        return;
+      }
+      ev.preventDefault();
+      anchor = anchor || n;
+      var from = Math.min(anchor, n), to = Math.max(anchor, n);
+      history.pushState(null, "", "#L" + from + (from === to ? "" : "-L" + to));
+      mark();
+    });
+  }
+
   // ---- the create token ---------------------------------------------------
 
   var TOKEN_KEY = "pastenode.createToken";
@@ -724,6 +815,7 @@
   initTimes();
   initForm();
   initPaste();
+  initLines();
   initBurn();
   initDelete();
 })();

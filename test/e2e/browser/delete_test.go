@@ -106,7 +106,7 @@ func testDelete(t *testing.T, base string) {
 	}
 
 	// A paste this browser did not make has no delete control.
-	other := pasteFromOutside(t, base)
+	other := postPaste(t, base, "made by curl\n", "")
 	do(t, ctx, "open another paste", chromedp.Navigate(base+"/"+other), chromedp.WaitVisible(chromedp.ID("paste")))
 	if shown := eval[bool](t, ctx, `!document.getElementById("delete").hidden`); shown {
 		t.Error("the delete button shows on a paste made elsewhere")
@@ -122,21 +122,6 @@ func rawStatus(t *testing.T, base, id string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
-}
-
-// pasteFromOutside creates a paste with curl's request and returns its id.
-func pasteFromOutside(t *testing.T, base string) string {
-	t.Helper()
-	res, err := http.Post(base+"/", "application/x-www-form-urlencoded", strings.NewReader("made by curl\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	id := res.Header.Get("X-Paste-Id")
-	if res.StatusCode != http.StatusCreated || id == "" {
-		t.Fatalf("create: status %d, id %q", res.StatusCode, id)
-	}
-	return id
 }
 
 // TestDeleteBurnUnread deletes a burn paste this browser made from its

@@ -357,6 +357,22 @@ func httpGet(t *testing.T, path, accept string) (int, string) {
 	return res.StatusCode, string(body)
 }
 
+// postPaste creates a paste at base from outside the browser, as curl
+// does, with the create options in query, and returns its id.
+func postPaste(t *testing.T, base, content, query string) string {
+	t.Helper()
+	res, err := http.Post(base+"/?"+query, "text/plain", strings.NewReader(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get("X-Paste-Id")
+	if res.StatusCode != http.StatusCreated || id == "" {
+		t.Fatalf("create: status %d, id %q", res.StatusCode, id)
+	}
+	return id
+}
+
 // jsString quotes s as a JavaScript string literal (JSON's escaping is
 // enough, and encoding/json escapes U+2028 and U+2029 too).
 func jsString(s string) string {
