@@ -227,6 +227,16 @@ func (s *Server) handleMeta(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, m)
 }
 
+// handleLang is GET /api/v1/lang?file=NAME: the language of a file called
+// NAME, by chroma's file name patterns, as {"lang": "Go"} ("" for plain
+// text). The new-paste form asks it for a file dropped or picked there, so
+// that the guess is the server's own and needs no copy in the script.
+func (s *Server) handleLang(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Lang string `json:"lang"`
+	}{ui.LangOfFile(r.URL.Query().Get("file"))})
+}
+
 // handleDelete is DELETE /{id} with the delete token, or the admin token.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]

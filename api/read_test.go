@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -221,4 +222,19 @@ func TestViewPage(t *testing.T) {
 	if r.Header.Get("Content-Security-Policy") == "" {
 		t.Error("page has no Content-Security-Policy")
 	}
+}
+
+// TestLang: the form's guess of a file's language by its name.
+func TestLang(t *testing.T) {
+	t.Parallel()
+	tn := startNode(t, Config{})
+	for query, want := range map[string]string{"file=main.go": "Go", "file=notes.txt": "", "": "", "file=a%20b.py": "Python"} {
+		r := do(t, http.MethodGet, tn.URL+"/api/v1/lang?"+query, nil)
+		r.wantStatus(t, http.StatusOK)
+		var got struct{ Lang *string }
+		if err := json.Unmarshal(r.body, &got); err != nil || got.Lang == nil || *got.Lang != want {
+			t.Errorf("GET /api/v1/lang?%s: %s (%v), want lang %q", query, r.body, err, want)
+		}
+	}
+	do(t, http.MethodPost, tn.URL+"/api/v1/lang?file=main.go", nil).wantStatus(t, http.StatusMethodNotAllowed)
 }

@@ -216,6 +216,7 @@ func (s *Server) routes() {
 	r.HandleFunc("/api/v1/pastes", s.handleCreateJSON).Methods(http.MethodPost).Name("api_create")
 	r.HandleFunc("/api/v1/pastes/{id}", s.handleMeta).Methods(get...).Name("api_meta")
 	r.Handle("/api/v1/pastes/{id}", s.admin(s.handleImport)).Methods(http.MethodPut).Name("import")
+	r.HandleFunc("/api/v1/lang", s.handleLang).Methods(get...).Name("api_lang")
 	r.HandleFunc("/api/v1/status", s.handleStatus).Methods(get...).Name("status")
 	r.Handle("/api/v1/cluster/join", s.admin(s.handleJoin)).Methods(http.MethodPost).Name("join")
 	r.Handle("/api/v1/cluster/nodes/{id}", s.admin(s.handleRemove)).Methods(http.MethodDelete).Name("remove")

@@ -102,6 +102,19 @@ func LookupLang(name string) (canonical string, ok bool) {
 	return l.Config().Name, true
 }
 
+// LangOfFile is the language of a file called name, by chroma's own file
+// name patterns: "main.go" gives "Go", "Makefile" gives "Makefile". Plain
+// text, and a name that no pattern matches, give "". The new-paste form
+// asks for it when it is given a file.
+func LangOfFile(name string) string {
+	l := lexers.Match(name)
+	if l == nil {
+		return ""
+	}
+	lang, _ := LookupLang(l.Config().Name)
+	return lang
+}
+
 // lexerFor returns the lexer of a canonical language name, or nil for plain
 // text and for names it does not know.
 func lexerFor(lang string) chroma.Lexer {

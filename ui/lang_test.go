@@ -83,3 +83,17 @@ func TestFileExt(t *testing.T) {
 		}
 	}
 }
+
+func TestLangOfFile(t *testing.T) {
+	for name, want := range map[string]string{
+		"main.go": "Go", "README.md": "markdown", "Makefile": "Makefile", "setup.py": "Python",
+		"Dockerfile": "Docker", "notes.txt": "", "server.log": "", "": "", "dir/main.go": "Go",
+	} {
+		if got := LangOfFile(name); got != want {
+			t.Errorf("LangOfFile(%q) = %q, want %q", name, got, want)
+		}
+		if got, ok := LookupLang(LangOfFile(name)); !ok || got != want {
+			t.Errorf("LangOfFile(%q) is not a language the form offers", name)
+		}
+	}
+}
