@@ -618,6 +618,123 @@
     };
   }
 
+  // formatSize writes a byte count in the units and precision of the
+  // server's pages (pastenode.FormatSize): "512 bytes", "1.5 KiB", "12 MiB".
+  function formatSize(n) {
+    if (n < 1024) {
+      return n === 1 ? "1 byte" : n + " bytes";
+    }
+    var units = ["KiB", "MiB", "GiB", "TiB"], v = n / 1024, u = 0;
+    for (; v >= 1024 && u < units.length - 1; u++) {
+      v /= 1024;
+    }
+    return v.toFixed(v < 10 ? 1 : 0).replace(/\.0$/, "") + " " + units[u];
+  }
+
+  // ---- files --------------------------------------------------------------
+  //
+  // A file picked with #file or dropped on the form fills the content, its
+  // name the title, and the language the server's guess from the name
+  // (GET /api/v1/lang, chroma's own patterns). A file over the size limit
+  // is refused before it is read, and one that is not UTF-8 text is not
+  // loaded. The textarea would turn CRLF into LF, so the file's own text
+  // is what is sent, as long as the content is left as it was loaded.
+
+  // textOf is bytes as UTF-8 text, or null for what looks binary: bytes
+  // that are not UTF-8, or a NUL, which text does not hold.
+  function textOf(bytes) {
+    if (bytes.indexOf(0) >= 0) {
+      return null;
+    }
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // initFiles sets up #file and dropping for the form, with max the size
+  // limit (0: none) and say to show an error. It returns a function that
+  // gives the text to send.
+  function initFiles(form, max, say) {
+    var field = function (name) { return form.elements.namedItem(name); };
+    var content = field("content");
+    var loaded = null; // {text, shown}: the file's text and the textarea's
+    var loads = 0; // a newer file wins over the guess for an older one
+
+    var guessLang = async function (name, load) {
+      try {
+        var res = await fetch(BASE + "/api/v1/lang?file=" + encodeURIComponent(name), { headers: { "Accept": "application/json" } });
+        var lang = res.ok ? (await res.json()).lang : null;
+        var select = field("lang");
+        if (load === loads && typeof lang === "string" && Array.prototype.some.call(select.options, function (o) { return o.value === lang; })) {
+          select.value = lang;
+        }
+      } catch (e) {
+        // no guess: the language stays as it was
+      }
+    };
+    var take = async function (file) {
+      var load = ++loads;
+      say("");
+      if (max && file.size > max) {
+        say("“" + file.name + "” is " + formatSize(file.size) + ", over the limit of " + formatSize(max) + ": it was not loaded.");
+        return;
+      }
+      var bytes;
+      try {
+        bytes = new Uint8Array(await file.arrayBuffer());
+      } catch (e) {
+        say("“" + file.name + "” could not be read.");
+        return;
+      }
+      var text = textOf(bytes);
+      if (text === null) {
+        say("“" + file.name + "” looks like a binary file, not text: it was not loaded. Only text can be pasted here.");
+        return;
+      }
+      if (load !== loads) {
+        return;
+      }
+      content.value = text;
+      loaded = { text: text, shown: content.value };
+      field("title").value = file.name.slice(0, 200);
+      guessLang(file.name, load);
+    };
+
+    var input = $("file");
+    $("file-option").hidden = false;
+    input.addEventListener("change", function () {
+      if (input.files.length) {
+        take(input.files[0]);
+      }
+    });
+    var hasFiles = function (ev) {
+      return ev.dataTransfer && Array.prototype.indexOf.call(ev.dataTransfer.types, "Files") >= 0;
+    };
+    form.addEventListener("dragover", function (ev) {
+      if (hasFiles(ev)) {
+        ev.preventDefault(); // lets the file drop here rather than open
+        form.classList.add("dropping");
+      }
+    });
+    form.addEventListener("dragleave", function (ev) {
+      if (!form.contains(ev.relatedTarget)) {
+        form.classList.remove("dropping");
+      }
+    });
+    form.addEventListener("drop", function (ev) {
+      form.classList.remove("dropping");
+      if (hasFiles(ev) && ev.dataTransfer.files.length) {
+        ev.preventDefault();
+        take(ev.dataTransfer.files[0]);
+      }
+    });
+    return function () {
+      return loaded && content.value === loaded.shown ? loaded.text : content.value;
+    };
+  }
+
   // ---- the new-paste form -------------------------------------------------
 
   function initForm() {
@@ -632,6 +749,12 @@
     var submit = $("submit");
     var error = $("form-error");
     var takeToken = initToken(form);
+    var max = Number(form.getAttribute("data-max-size")) || 0;
+    var say = function (msg) {
+      error.textContent = msg;
+      error.hidden = !msg;
+    };
+    var textToSend = initFiles(form, max, say);
 
     content.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) {
@@ -667,8 +790,7 @@
     });
 
     var fail = function (msg) {
-      error.textContent = msg;
-      error.hidden = false;
+      say(msg);
       ready();
     };
 
@@ -682,10 +804,17 @@
       submit.disabled = true;
       var encrypted = !!subtle && encrypt.checked;
       try {
-        var sealed = { text: content.value, key: "" };
+        var sealed = { text: textToSend(), key: "" };
         if (encrypted) {
           submit.textContent = "Encrypting…";
-          sealed = await seal(content.value, password.value);
+          sealed = await seal(sealed.text, password.value);
+        }
+        // The limit is on what the server stores: the ciphertext of an
+        // encrypted paste, which is a third larger than its text.
+        var size = new TextEncoder().encode(sealed.text).length;
+        if (max && size > max) {
+          throw new Error((encrypted ? "Encrypted, this paste is " : "This paste is ") + formatSize(size) +
+            ", over the limit of " + formatSize(max) + ": nothing was sent.");
         }
         submit.textContent = "Sending…";
         var headers = { "Content-Type": "application/json", "Accept": "application/json" };
