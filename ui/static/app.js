@@ -765,14 +765,18 @@
 
     // Without WebCrypto the server would store plaintext under an
     // "encrypted" tick, so the option exists only where it works.
+    var keepKey = $("keep-key");
     var sync = function () {
       password.disabled = !encrypt.checked;
       $("password-option").hidden = !encrypt.checked;
+      // A key can be kept only where there is one: not with a password.
+      $("keep-key-option").hidden = !encrypt.checked || password.value !== "" || !storage();
     };
     if (subtle) {
       encrypt.disabled = false;
       $("encrypt-option").hidden = false;
       encrypt.addEventListener("change", sync);
+      password.addEventListener("input", sync);
       sync();
     }
     var label = submit.textContent;
@@ -838,6 +842,11 @@
           throw new Error((body && body.error) || ("The server answered " + res.status + "."));
         }
         keepToken(body.id, body.delete_token);
+        remember({
+          id: body.id, title: body.title, lang: body.lang, size: body.size, created: Date.now(),
+          expires: body.expires_at ? Date.parse(body.expires_at) : null, burn: body.burn,
+          encrypted: encrypted, key: keepKey.checked ? sealed.key : ""
+        });
         location.assign(BASE + "/" + encodeURIComponent(body.id) + (sealed.key ? "#" + sealed.key : ""));
       } catch (e) {
         fail(e.message);
@@ -892,7 +901,7 @@
         yes.disabled = false;
         return;
       }
-      s.removeItem(tokenKey(id));
+      forget(id);
       confirmBox.hidden = true;
       button.hidden = true;
       var paste = $("paste");
@@ -906,6 +915,209 @@
       });
       say("This paste has been deleted.");
       document.body.setAttribute("data-deleted", "true");
+    });
+  }
+
+  // ---- this browser's pastes ---------------------------------------------
+  //
+  // The front page lists the pastes made here, from a record the form
+  // keeps in localStorage for each: id, title, language, size, when it
+  // was made, its expiry, burn, encrypted, and the key only when the user
+  // ticked "keep the key". The list itself never leaves the browser. On
+  // each load the page drops the pastes past their expiry, and asks the
+  // server about each other one on its own, with HEAD /api/v1/pastes/ID
+  // (metadata: it never burns), dropping those it no longer has.
+
+  // LIST_KEY names the list of the node at BASE: nodes under different
+  // base paths of one origin share its storage.
+  var LIST_KEY = "pastenode.pastes" + BASE;
+  var LIST_MAX = 100; // the newest; each load checks them all
+  var CHECKS = 4; // metadata requests in flight at once
+
+  function listed() {
+    var s = storage();
+    try {
+      var list = JSON.parse((s && s.getItem(LIST_KEY)) || "[]");
+      return Array.isArray(list) ? list : [];
+    } catch (e) {
+      return [];
+    }
+  }
+
+  function keepListed(list) {
+    var s = storage();
+    try {
+      if (list.length) {
+        s.setItem(LIST_KEY, JSON.stringify(list.slice(0, LIST_MAX)));
+      } else {
+        s.removeItem(LIST_KEY);
+      }
+    } catch (e) {
+      // no storage, or full: the list is not kept
+    }
+  }
+
+  function remember(entry) {
+    keepListed([entry].concat(listed().filter(function (e) { return e.id !== entry.id; })));
+  }
+
+  // forget drops a paste from the list, and its delete token.
+  function forget(id) {
+    keepListed(listed().filter(function (e) { return e.id !== id; }));
+    var s = storage();
+    if (s) {
+      s.removeItem(tokenKey(id));
+    }
+  }
+
+  function element(tag, className, text) {
+    var el = document.createElement(tag);
+    el.className = className;
+    el.textContent = text || "";
+    return el;
+  }
+
+  // mineEntry is the list's entry of paste e, as li[data-id]: its title,
+  // what is known of it (labels maps language names to the form's
+  // labels), Open, and Delete with its confirmation when this browser
+  // holds its token, which calls del(token).
+  function mineEntry(e, labels, now, del) {
+    var li = element("li", "mine-item");
+    li.setAttribute("data-id", e.id);
+    var facts = [labels[e.lang] || e.lang || labels[""], formatSize(e.size), "made " + relTime(e.created, now),
+      e.burn ? "burns after reading" : e.expires ? "expires " + relTime(e.expires, now) : "never expires"];
+    if (e.encrypted) {
+      facts.push(e.key ? "encrypted" : "encrypted, key not kept");
+    }
+    var what = element("span", "what");
+    what.append(element("strong", "title", e.title || "Paste " + e.id), element("span", "hint", facts.join(" · ")));
+    var open = element("a", "button", "Open");
+    open.href = BASE + "/" + encodeURIComponent(e.id) + (e.key ? "#" + e.key : "");
+    var acts = element("span", "acts");
+    acts.append(open);
+    li.append(what, acts);
+    var token = storage().getItem(tokenKey(e.id));
+    if (!token) {
+      return li;
+    }
+    var button = function (className, text) {
+      var b = element("button", className, text);
+      b.type = "button";
+      return b;
+    };
+    var ask = button("danger delete", "Delete");
+    var confirmBox = element("span", "acts", "Delete it for everyone?");
+    var yes = button("danger delete-yes", "Delete it");
+    var no = button("delete-no", "Keep it");
+    confirmBox.append(yes, no);
+    confirmBox.hidden = true;
+    acts.append(ask);
+    li.append(confirmBox);
+    ask.addEventListener("click", function () {
+      acts.hidden = true;
+      confirmBox.hidden = false;
+      yes.focus();
+    });
+    no.addEventListener("click", function () {
+      acts.hidden = false;
+      confirmBox.hidden = true;
+    });
+    yes.addEventListener("click", function () {
+      yes.disabled = true;
+      del(token).catch(function () {
+        yes.disabled = false;
+      });
+    });
+    return li;
+  }
+
+  function initMine() {
+    var box = $("mine");
+    if (!box || !storage()) {
+      return;
+    }
+    var ul = $("mine-list");
+    var status = $("mine-status");
+    var say = function (msg) {
+      status.textContent = msg;
+      status.hidden = !msg;
+    };
+    var show = function () { box.hidden = ul.children.length === 0; };
+    var labels = {};
+    Array.prototype.forEach.call(document.querySelector("select[name=lang]").options, function (o) {
+      labels[o.value] = o.textContent;
+    });
+    // gone drops paste id, which the server no longer has, from the page.
+    var gone = function (id) {
+      forget(id);
+      var li = ul.querySelector("li[data-id=\"" + CSS.escape(id) + "\"]");
+      if (li) {
+        li.remove();
+      }
+      show();
+    };
+
+    // load shows the list and asks about each paste, CHECKS at a time.
+    var load = function () {
+      var now = Date.now();
+      listed().forEach(function (e) {
+        if (e.expires && e.expires <= now) {
+          forget(e.id);
+        }
+      });
+      var list = listed();
+      ul.textContent = "";
+      list.forEach(function (e) {
+        ul.append(mineEntry(e, labels, now, async function (token) {
+          say("");
+          try {
+            var res = await request(BASE + "/" + encodeURIComponent(e.id), { method: "DELETE", headers: { "X-Delete-Token": token } });
+            if (res.status !== 204 && res.status !== 404) {
+              throw new Error("Could not delete “" + (e.title || e.id) + "”: the server answered " + res.status + ".");
+            }
+          } catch (err) {
+            say(err.message);
+            throw err;
+          }
+          gone(e.id);
+        }));
+      });
+      show();
+      var check = async function () {
+        for (var e = list.shift(); e; e = list.shift()) {
+          var res = await request(BASE + "/api/v1/pastes/" + encodeURIComponent(e.id), { method: "HEAD", cache: "no-store" })
+            .catch(function () { return null; });
+          if (res && res.status === 404) {
+            gone(e.id);
+          }
+        }
+      };
+      for (var i = 0; i < CHECKS; i++) {
+        check();
+      }
+    };
+    load();
+    // Back from a paste just made, the browser may show this page as it
+    // was left, without it.
+    window.addEventListener("pageshow", function (ev) {
+      if (ev.persisted) {
+        load();
+      }
+    });
+
+    var confirmClear = $("mine-clear-confirm");
+    $("mine-clear").addEventListener("click", function () {
+      confirmClear.hidden = false;
+      $("mine-clear-yes").focus();
+    });
+    $("mine-clear-no").addEventListener("click", function () {
+      confirmClear.hidden = true;
+    });
+    $("mine-clear-yes").addEventListener("click", function () {
+      listed().forEach(function (e) { forget(e.id); });
+      ul.textContent = "";
+      confirmClear.hidden = true;
+      show();
     });
   }
 
@@ -943,6 +1155,7 @@
 
   initTimes();
   initForm();
+  initMine();
   initPaste();
   initLines();
   initBurn();
