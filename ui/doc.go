@@ -12,6 +12,8 @@
 // Plain pastes are highlighted on the server with chroma, using CSS classes
 // only: the page never carries a style attribute, an inline script or an
 // inline style sheet, so it works under the policy that CSP returns.
+// Markdown pastes are rendered with goldmark too (markdown.go); both run
+// under one time budget (budget.go).
 //
 // With Options.BasePath every link, form action, asset and script fetch
 // of the pages starts with that prefix (the layout hands it to the script
@@ -27,6 +29,11 @@
 // X-Delete-Token and marks the body data-deleted. A form posted without
 // the script gets the token only in a response header, which the page
 // cannot read, so such a paste shows no delete control.
+//
+// The script also keeps a record of each paste it makes, and the front
+// page lists them (#mine) from localStorage alone; it asks the server
+// about each paste on its own, with HEAD /api/v1/pastes/ID, and drops the
+// ones that are gone.
 //
 // # Encrypted pastes
 //
