@@ -3,9 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -37,15 +43,16 @@ func rawAPI() (http.Handler, func(*fasthttp.RequestCtx) bool) {
 	return slow, fast
 }
 
-// serveBoth serves the stand-in API on two loopback ports, with the front
-// and on net/http alone, and returns their addresses.
-func serveBoth(t *testing.T) (withFront, plain string) {
+// serveAll serves the stand-in API on three loopback ports: with the
+// front, on net/http alone, and over TLS (net/http, as a node with
+// --tls-cert serves), and returns their addresses.
+func serveAll(t *testing.T) (withFront, plain, withTLS string) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	slow, fast := rawAPI()
 	ctx, cancel := context.WithCancel(context.Background())
 	var done []chan error
-	for i := range 2 {
+	for i := range 3 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -55,9 +62,16 @@ func serveBoth(t *testing.T) (withFront, plain string) {
 		done = append(done, errc)
 		if i == 0 {
 			withFront = ln.Addr().String()
-			go func() { errc <- serveFrontUntil(ctx, publicLimits.newFront(srv, fast, []string{"GET /raw/", "HEAD /raw/"}, log), ln, log) }()
+			go func() {
+				errc <- serveFrontUntil(ctx, publicLimits.newFront(srv, fast, []string{"GET /raw/", "HEAD /raw/"}, log), ln, log)
+			}()
 		} else {
-			plain = ln.Addr().String()
+			if i == 1 {
+				plain = ln.Addr().String()
+			} else {
+				withTLS = ln.Addr().String()
+				publicLimits.withTLS(srv, &tls.Config{Certificates: []tls.Certificate{testCert(t)}, MinVersion: tls.VersionTLS12})
+			}
 			go func() { errc <- serveUntil(ctx, srv, ln, log) }()
 		}
 	}
@@ -67,15 +81,21 @@ func serveBoth(t *testing.T) (withFront, plain string) {
 			<-c
 		}
 	})
-	return withFront, plain
+	return withFront, plain, withTLS
 }
 
 // exchange sends the raw bytes to addr, in pieces with a pause between
 // them, and returns every answer's status and body, or how the exchange
 // ended, until the server closes or 3 s pass without an answer.
-func exchange(t *testing.T, addr string, pieces ...string) []string {
+func exchange(t *testing.T, addr string, useTLS bool, pieces ...string) []string {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	var c net.Conn
+	var err error
+	if useTLS {
+		c, err = tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	} else {
+		c, err = net.Dial("tcp", addr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +138,7 @@ func exchange(t *testing.T, addr string, pieces ...string) []string {
 // differently. (Before the front checked the header block's form, bare LF
 // line ends and a request without headers waited for the header timeout.)
 func TestFrontAnswersAsNetHTTP(t *testing.T) {
-	withFront, plain := serveBoth(t)
+	withFront, plain, withTLS := serveAll(t)
 	tests := []struct {
 		name   string
 		pieces []string
@@ -143,10 +163,33 @@ func TestFrontAnswersAsNetHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, want := exchange(t, withFront, tt.pieces...), exchange(t, plain, tt.pieces...)
-			if strings.Join(got, " | ") != strings.Join(want, " | ") {
+			want := exchange(t, plain, false, tt.pieces...)
+			if got := exchange(t, withFront, false, tt.pieces...); strings.Join(got, " | ") != strings.Join(want, " | ") {
 				t.Errorf("with the front: %q\nnet/http alone: %q", got, want)
+			}
+			if got := exchange(t, withTLS, true, tt.pieces...); strings.Join(got, " | ") != strings.Join(want, " | ") {
+				t.Errorf("over TLS: %q\nplain net/http: %q", got, want)
 			}
 		})
 	}
+}
+
+// testCert is a self-signed certificate for 127.0.0.1.
+func testCert(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
