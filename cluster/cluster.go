@@ -362,9 +362,11 @@ func (c *Cluster) Join(ctx context.Context, seeds []string) error {
 	if err := c.node.Rejoin(); err != nil {
 		return err
 	}
-	if c.node.Rejoining() {
-		c.setMeta(func(m *meta) { m.Rejoin = true })
-	}
+	// What the seeds judge this node by must be current, not what the
+	// last tick of stateLoop advertised: a cluster id learnt a moment ago
+	// included.
+	id, hasState, rejoin := c.node.ClusterID(), c.node.HasState(), c.node.Rejoining()
+	c.setMeta(func(m *meta) { m.Cluster, m.HasState, m.Rejoin = id, hasState || m.HasState, rejoin })
 	c.refused.Store(nil)
 	n, err := c.ml.Join(seeds)
 	if n == 0 {

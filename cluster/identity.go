@@ -34,8 +34,17 @@ func (d *mergeDelegate) NotifyMerge(peers []*memberlist.Node) error {
 	return nil
 }
 
+// NotifyAlive refuses news of a member of another cluster, and forgets a
+// member that gossip took in before its cluster's id was known.
 func (d *mergeDelegate) NotifyAlive(p *memberlist.Node) error {
-	return (*Cluster)(d).checkPeer(p, false)
+	c := (*Cluster)(d)
+	err := c.checkPeer(p, false)
+	if err != nil {
+		c.mu.Lock()
+		delete(c.members, p.Name)
+		c.mu.Unlock()
+	}
+	return err
 }
 
 // checkPeer refuses a gossip member whose cluster id differs from this
