@@ -168,6 +168,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	self    meta
 	members map[string]*member
+	metaMu  sync.Mutex // orders the updates of self (setMeta)
 
 	advertiseIP  net.IP // set by Start
 	gossipPort   int
@@ -485,13 +486,21 @@ func cmpString(a, b string) int {
 }
 
 // setMeta changes this node's advertised metadata and gossips it.
+//
+// Updates are made one at a time (metaMu), so that the newest alive
+// message gossip sends carries the newest metadata: two at once could
+// take their incarnations in one order and their metadata in the other.
+// Once this node has advertised that it leaves, it advertises nothing
+// more, as the others tell a clean stop from a crash by that flag.
 func (c *Cluster) setMeta(change func(*meta)) {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	c.mu.Lock()
 	before := c.self
 	change(&c.self)
 	changed := c.self != before
 	c.mu.Unlock()
-	if changed && c.ml != nil {
+	if changed && !before.Leaving && c.ml != nil {
 		if err := c.ml.UpdateNode(5 * time.Second); err != nil {
 			c.log.Warn("gossip metadata update", "err", err)
 		}
