@@ -295,7 +295,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			return nil, nil, errorf(http.StatusBadRequest, "multipart body without a boundary")
 		}
 		if err := r.ParseMultipartForm(limit); err != nil {
-			return nil, nil, bodyError(err)
+			return nil, nil, s.bodyError(err)
 		}
 		form := r.MultipartForm.Value
 		if files := r.MultipartForm.File["file"]; len(files) > 0 {
@@ -306,7 +306,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			defer f.Close()
 			b, err := io.ReadAll(f)
 			if err != nil {
-				return nil, nil, bodyError(err)
+				return nil, nil, s.bodyError(err)
 			}
 			return s.checkSize(b, form)
 		}
@@ -320,7 +320,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 		}
 		return s.checkSize([]byte(content), form)
 	}
-	body, err := readBody(r, limit)
+	body, err := s.readBody(r, limit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -338,13 +338,13 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 // readBody reads the whole body of r, which MaxBytesReader limits to
 // limit bytes. Sized from Content-Length, it is read into one buffer
 // rather than one that doubles from 512 bytes.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+func (s *Server) readBody(r *http.Request, limit int64) ([]byte, error) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= limit {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(r.Body); err != nil {
-		return nil, bodyError(err)
+		return nil, s.bodyError(err)
 	}
 	return buf.Bytes(), nil
 }
@@ -363,10 +363,14 @@ func tooLarge(max int64) error {
 	return errorf(http.StatusRequestEntityTooLarge, "paste is larger than the limit of %d bytes", max)
 }
 
-func bodyError(err error) error {
+// bodyError is the answer to a body that could not be read. A body cut
+// off by its reader's limit names the paste limit, not the reader's: a
+// form's or JSON's framing is allowed more bytes on the wire, but the user
+// set one limit and reads that one.
+func (s *Server) bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return tooLarge(mbe.Limit)
+		return tooLarge(s.cfg.MaxPasteSize)
 	}
 	return errorf(http.StatusBadRequest, "read body: %v", err)
 }

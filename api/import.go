@@ -28,7 +28,7 @@ func (s *Server) handleImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxPasteSize)
-	body, err := readBody(r, s.cfg.MaxPasteSize)
+	body, err := s.readBody(r, s.cfg.MaxPasteSize)
 	if err != nil {
 		s.error(w, r, err)
 		return
