@@ -49,6 +49,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, node.ErrNoLeader):
 		return http.StatusServiceUnavailable, "no quorum: the cluster cannot accept writes right now, retry later"
+	case errors.Is(err, node.ErrNoCluster):
+		return http.StatusServiceUnavailable, err.Error()
 	case errors.Is(err, node.ErrTimeout):
 		return http.StatusServiceUnavailable, "write not confirmed in time: the cluster is busy; it may still be applied, retry later"
 	case errors.Is(err, node.ErrStorageFull):
@@ -79,7 +81,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &he) && he.retryAfter > 0:
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(he.retryAfter)))
-	case errors.Is(err, node.ErrNoLeader):
+	case errors.Is(err, node.ErrNoLeader), errors.Is(err, node.ErrNoCluster):
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(s.cfg.NoQuorumWait)))
 	case errors.Is(err, node.ErrTimeout):
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(busyRetryAfter)))

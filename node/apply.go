@@ -56,6 +56,9 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 		if !retryable(err) {
 			return nil, err
 		}
+		if n.awaitsJoin() {
+			return nil, ErrNoCluster
+		}
 		n.log.Debug("write not applied yet, retrying", "err", err)
 		select {
 		case <-hold.Done():

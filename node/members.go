@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -16,6 +17,19 @@ import (
 func (n *Node) HasState() bool {
 	f := n.raft.GetConfiguration()
 	return f.Error() == nil && len(f.Configuration().Servers) > 0
+}
+
+// ErrNoCluster means this node is in no cluster yet: it was started to
+// wait until it is added (BootstrapExpect 0) and no leader has added it.
+// Nothing will change that until an operator joins it to one.
+var ErrNoCluster = errors.New("not in a cluster yet: run pastectl join")
+
+// awaitsJoin reports whether this node waits for an operator to join it
+// to a cluster: started to be added rather than to bootstrap, and in no
+// Raft configuration yet. Its writes would wait for a leader that no
+// election can bring, so they are refused at once (ErrNoCluster).
+func (n *Node) awaitsJoin() bool {
+	return n.cfg.BootstrapExpect == 0 && !n.HasState()
 }
 
 // IsLeader reports whether this node leads.

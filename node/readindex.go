@@ -208,6 +208,9 @@ func (n *Node) Ready() error {
 		return fmt.Errorf("%w: `pastectl join SEED` on it brings it back", ErrRemoved)
 	}
 	if addr, _ := n.raft.LeaderWithID(); addr == "" {
+		if n.awaitsJoin() {
+			return ErrNoCluster
+		}
 		return errors.New("no leader known")
 	}
 	if !n.caughtUp.Load() {

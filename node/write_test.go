@@ -189,3 +189,34 @@ func TestCreateOnASlowFollowerIsReadThere(t *testing.T) {
 		t.Fatalf("read on the follower once it can apply: %v, %v; want the content", got, err)
 	}
 }
+
+// TestNodeInNoClusterRefusesWritesAtOnce: a node started to be added
+// (BootstrapExpect 0) and not joined says so at once, for writes and
+// readiness, rather than holding a write for a leader no election brings.
+func TestNodeInNoClusterRefusesWritesAtOnce(t *testing.T) {
+	n, err := New(Config{ID: "n1", DataDir: t.TempDir(), RaftAddr: freeport.Addr(t), BootstrapExpect: 0,
+		TimeScale: 0.1, WriteHold: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Open(context.Background()); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { n.Close() })
+
+	start := time.Now()
+	_, err = n.Create(context.Background(), CreateRequest{Content: []byte("x"), DeleteToken: "t"})
+	if !errors.Is(err, ErrNoCluster) {
+		t.Fatalf("create: got %v, want ErrNoCluster", err)
+	}
+	// Well within the write hold, which it would otherwise wait out.
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("create took %s to fail, want at once (the hold is 10s)", took)
+	}
+	if err := n.Delete(context.Background(), "someid", "t", false); !errors.Is(err, ErrNoCluster) {
+		t.Errorf("delete: got %v, want ErrNoCluster", err)
+	}
+	if err := n.Ready(); !errors.Is(err, ErrNoCluster) {
+		t.Errorf("ready: got %v, want ErrNoCluster", err)
+	}
+}
