@@ -1,6 +1,12 @@
 # The pastenode image, built from nothing pulled: static binaries that the
 # Makefile builds first (`make static`, or `make docker-image` for both).
+# The binaries carry their version (`make static` stamps it, see
+# internal/buildinfo); the labels repeat it for whoever inspects the image.
 FROM scratch
+ARG VERSION=""
+ARG REVISION=""
+LABEL org.opencontainers.image.version="$VERSION" \
+      org.opencontainers.image.revision="$REVISION"
 COPY bin/static/pastenode bin/static/pastectl /
 # An empty /data owned by the unprivileged user: a new named volume takes
 # this ownership, so the node can write its Raft state.

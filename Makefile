@@ -1,8 +1,15 @@
 # pastenode build and test entry points. `make test` is what CI runs.
 GO        ?= go
 BIN       := bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X main.version=$(VERSION)
+# The build's identity (internal/buildinfo): the release as the newest tag
+# names it (empty without tags: the binaries then say "devel"), the commit,
+# and whether the tree has uncommitted changes. The go command stamps the
+# last two itself, except in a git worktree or with -buildvcs=false.
+VERSION   ?= $(shell git describe --tags 2>/dev/null)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED  ?= $(shell test -n "$$(git status --porcelain 2>/dev/null)" && echo true)
+BUILDINFO := github.com/pastenode/pastenode/internal/buildinfo
+LDFLAGS   := -s -w -X $(BUILDINFO).release=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) -X $(BUILDINFO).modified=$(MODIFIED)
 IMAGE     ?= pastenode:local
 PROMTOOL  ?= promtool
 SYSTEMD_ANALYZE ?= systemd-analyze
@@ -121,7 +128,7 @@ bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 docker-image: static
-	docker build -t $(IMAGE) .
+	docker build --build-arg VERSION="$(VERSION)" --build-arg REVISION="$(REVISION)" -t $(IMAGE) .
 
 # Bring up the three-node cluster of docker-compose.cluster.yml, with the
 # cluster key and admin token of .env.
