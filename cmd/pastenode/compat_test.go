@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func TestCompatFlags(t *testing.T) {
 			if tt.env != nil {
 				env = func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
 			}
-			c, err := parseFlags(append(append([]string(nil), base...), tt.args...), env, io.Discard)
+			c, err := parseFlags(append(append([]string(nil), base...), tt.args...), env)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %v, want an error with %q", err, tt.wantErr)

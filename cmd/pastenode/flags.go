@@ -56,20 +56,17 @@ type flagText struct {
 
 // parseFlags reads the command line, then the PASTE_* environment for every
 // flag the command line did not set.
-func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*config, error) {
-	fs := flag.NewFlagSet("pastenode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func parseFlags(args []string, env func(string) (string, bool)) (*config, error) {
 	var (
 		c    config
 		text flagText
 	)
-	c.addFlags(fs, &text)
-	checkLog := c.Log.addFlags(fs)
+	fs, checkLog := c.flagSet(&text)
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, usageError{helpHint{fmt.Errorf("unexpected argument %q", fs.Arg(0)), fs.Name()}}
 	}
 	if err := c.parseText(text); err != nil {
 		return nil, err
@@ -81,6 +78,14 @@ func parseFlags(args []string, env func(string) (string, bool), stderr io.Writer
 		return nil, err
 	}
 	return &c, nil
+}
+
+// flagSet returns the flags of a node, into c and text; check reads the
+// log flags once they are parsed.
+func (c *config) flagSet(text *flagText) (fs *flag.FlagSet, check func() error) {
+	fs = newFlagSet("pastenode")
+	c.addFlags(fs, text)
+	return fs, c.Log.addFlags(fs)
 }
 
 // addFlags defines every flag but the log flags on fs, into c and text.
@@ -257,23 +262,45 @@ func checkHostPort(addr string, bind bool) error {
 	return nil
 }
 
+// newFlagSet returns an empty flag set for command name that prints
+// nothing itself: run reports its errors in one line, and help prints
+// the usage (help.go). Like every flag set here it takes --version,
+// which has no environment twin.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.Bool(versionFlag, false, "print the version and exit")
+	return fs
+}
+
+// versionFlag is the flag that prints the version.
+const versionFlag = "version"
+
+// errVersion is what parsing returns for --version: run prints the
+// version and exits 0, as for --help (flag.ErrHelp).
+var errVersion = errors.New("version requested")
+
 // parseWithEnv parses args; each flag not given there takes its PASTE_*
 // environment twin, if set.
 func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, bool)) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpError{fs.Name()}
 		}
-		return usageError{err}
+		return usageError{helpHint{flagError(err), fs.Name()}}
+	}
+	if v := fs.Lookup(versionFlag); v != nil && v.Value.String() == "true" {
+		return errVersion
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+		if set[f.Name] || err != nil || f.Name == versionFlag {
 			return
 		}
-		name := "PASTE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
 		if v, ok := env(name); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usageError{fmt.Errorf("%s=%q: %w", name, v, e)}
@@ -281,6 +308,12 @@ func parseWithEnv(fs *flag.FlagSet, args []string, env func(string) (string, boo
 		}
 	})
 	return err
+}
+
+// envName is the environment twin of flag name: PASTE_DATA_DIR for
+// data-dir.
+func envName(name string) string {
+	return "PASTE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // parseSize reads a byte size: 1048576, 512KiB, 1MiB, 1MB, 2GiB.

@@ -15,32 +15,17 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/pastenode/pastenode/internal/buildinfo"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(os.Stderr, "pastenode:", err)
-		os.Exit(2)
-	}
-	if errors.Is(err, errRemoved) {
-		fmt.Fprintln(os.Stderr, "pastenode:", err)
-		os.Exit(exitRemoved)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pastenode:", err)
-		os.Exit(1)
-	}
+	os.Exit(exitCode(err, os.Stderr))
 }
 
 // exitRemoved is the exit status of a node that stopped because an
@@ -53,37 +38,100 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
-// run parses args and runs a node, or the mirror, until ctx ends.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "keygen" {
-		return keygen(args[1:], os.Stdout)
+// exitCode reports err on stderr, in one line, and returns the exit
+// status it means: 0 for none, 2 for a usage error, exitRemoved, else 1.
+// A command line that did not parse is followed by where its help is.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
-	if len(args) > 0 && args[0] == "mirror" {
-		cfg, err := parseMirrorFlags(args[1:], os.LookupEnv, stderr)
+	fmt.Fprintln(stderr, "pastenode:", err)
+	var ue usageError
+	var hint helpHint
+	switch {
+	case errors.As(err, &hint):
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", hint.command)
+		return 2
+	case errors.As(err, &ue):
+		return 2
+	case errors.Is(err, errRemoved):
+		return exitRemoved
+	}
+	return 1
+}
+
+// run runs the command args name (a node when they name none) until ctx
+// ends. Help and the version go to stdout, logs to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdout, stderr)
+	var help helpError
+	switch {
+	case errors.As(err, &help):
+		return printHelp(stdout, help.command)
+	case errors.Is(err, errVersion):
+		_, err = fmt.Fprintln(stdout, "pastenode version", buildinfo.Read())
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	name, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, rest = args[0], args[1:]
+	}
+	switch name {
+	case "":
+		cfg, err := parseFlags(rest, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, cfg.Log.logger(stderr))
+	case "keygen":
+		return keygen(rest, stdout)
+	case "mirror":
+		cfg, err := parseMirrorFlags(rest, os.LookupEnv)
 		if err != nil {
 			return err
 		}
 		return runMirror(ctx, cfg, cfg.log.logger(stderr))
-	}
-	if len(args) > 0 && args[0] == "restore" {
-		cfg, err := parseRestoreFlags(args[1:], os.LookupEnv, stderr)
+	case "restore":
+		cfg, err := parseRestoreFlags(rest, os.LookupEnv)
 		if err != nil {
 			return err
 		}
-		return runRestore(cfg, os.Stdout)
+		return runRestore(cfg, stdout)
+	case "version":
+		return noArgs("pastenode version", rest)
+	case "help":
+		return helpFor(rest)
 	}
-	cfg, err := parseFlags(args, os.LookupEnv, stderr)
-	if err != nil {
+	return usageError{helpHint{fmt.Errorf("unknown command %q", name), "pastenode"}}
+}
+
+// noArgs parses the flags of a command that takes nothing else, and
+// returns what asks for its help or the version, or a usage error.
+func noArgs(command string, args []string) error {
+	fs := newFlagSet(command)
+	if err := parseWithEnv(fs, args, noEnv); err != nil {
 		return err
 	}
-	return serve(ctx, cfg, cfg.Log.logger(stderr))
+	if fs.NArg() > 0 {
+		return usageError{helpHint{fmt.Errorf("%s takes no arguments, got %q", command, fs.Arg(0)), command}}
+	}
+	if command == "pastenode version" {
+		return errVersion
+	}
+	return nil
 }
+
+// noEnv is an environment without variables.
+func noEnv(string) (string, bool) { return "", false }
 
 // keygen prints a fresh random cluster key: base64 of 32 bytes, for
 // --cluster-key.
 func keygen(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		return usageError{fmt.Errorf("keygen takes no arguments, got %q", args[0])}
+	if err := noArgs("pastenode keygen", args); err != nil {
+		return err
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode/internal/buildinfo"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -40,6 +41,7 @@ func registerNodeMetrics(reg prometheus.Registerer, n *node.Node, cl *cluster.Cl
 			Name: "pastenode_raft_snapshot_bytes",
 			Help: "Bytes of the Raft snapshots kept in the data dir (the newest two).",
 		}, func() float64 { return float64(dirSize(filepath.Join(dataDir, "snapshots"))) }),
+		buildInfoMetric(buildinfo.Read()),
 		&peerCollector{cl: cl},
 		&diskCollector{dir: dataDir},
 	}
@@ -50,6 +52,21 @@ func registerNodeMetrics(reg prometheus.Registerer, n *node.Node, cl *cluster.Cl
 		}
 	}
 	return nil
+}
+
+// buildInfoMetric is the usual constant 1 whose labels say which build
+// runs: version is the string status shows, so that a dashboard and
+// pastectl status name a build the same way.
+func buildInfoMetric(in buildinfo.Info) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pastenode_build_info",
+		Help: "Always 1; the labels name the build: version (as in status), revision, and the Go version.",
+		ConstLabels: prometheus.Labels{
+			"version": in.String(), "revision": in.Revision, "goversion": in.GoVersion,
+		},
+	})
+	g.Set(1)
+	return g
 }
 
 func fileSize(path string) int64 {

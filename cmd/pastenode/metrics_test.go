@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pastenode/pastenode"
+	"github.com/pastenode/pastenode/internal/buildinfo"
 	"github.com/pastenode/pastenode/internal/freeport"
 )
 
@@ -48,6 +50,16 @@ func TestMetricsLive(t *testing.T) {
 		if v := sampleValue(metrics, name); v <= 0 {
 			t.Errorf("%s is %v, want more than 0", name, v)
 		}
+	}
+	// The build, named as status names it.
+	in := buildinfo.Read()
+	build := fmt.Sprintf(`pastenode_build_info{goversion=%q,revision=%q,version=%q} 1`, in.GoVersion, in.Revision, in.String())
+	if !strings.Contains(metrics, build+"\n") {
+		t.Errorf("/metrics has no line %q", build)
+	}
+	var st pastenode.Status
+	if _, body, err := fetch(base + "/api/v1/status"); err != nil || json.Unmarshal([]byte(body), &st) != nil || st.Node.Version != in.String() {
+		t.Errorf("status: version %q (%v), want %q", st.Node.Version, err, in.String())
 	}
 	if t.Failed() {
 		t.Logf("from %s:\n%s", base, metrics)
@@ -85,7 +97,7 @@ func startMetricsNode(t *testing.T) (string, string) {
 	httpAddr := freeport.Addr(t)
 	cfg, err := parseFlags([]string{"--node-id", "m1", "--data-dir", t.TempDir(),
 		"--http-addr", httpAddr, "--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t),
-		"--rate-limit", "5", "--admin-token", "metrics-admin", "--raft-time-scale", "0.2"}, func(string) (string, bool) { return "", false }, io.Discard)
+		"--rate-limit", "5", "--admin-token", "metrics-admin", "--raft-time-scale", "0.2"}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}

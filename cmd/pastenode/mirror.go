@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -23,23 +22,14 @@ type mirrorConfig struct {
 
 // parseMirrorFlags reads the command line of `pastenode mirror`, then the
 // PASTE_* environment for every flag the command line did not set.
-func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*mirrorConfig, error) {
-	fs := flag.NewFlagSet("pastenode mirror", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: pastenode mirror --cdb FILE [--http-addr ADDR]")
-		fmt.Fprintln(stderr, "Serves an export read-only; a new FILE renamed over it is served without a restart.")
-		fs.PrintDefaults()
-	}
+func parseMirrorFlags(args []string, env func(string) (string, bool)) (*mirrorConfig, error) {
 	var c mirrorConfig
-	fs.StringVar(&c.cdb, "cdb", "", "the exported archive to serve (required)")
-	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address to serve on")
-	checkLog := c.log.addFlags(fs)
+	fs, checkLog := c.flagSet()
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, usageError{helpHint{fmt.Errorf("unexpected argument %q", fs.Arg(0)), fs.Name()}}
 	}
 	if c.cdb == "" {
 		return nil, usageError{errors.New("--cdb is required: the file written by pastectl export")}
@@ -51,6 +41,15 @@ func parseMirrorFlags(args []string, env func(string) (string, bool), stderr io.
 		return nil, err
 	}
 	return &c, nil
+}
+
+// flagSet returns the flags of `pastenode mirror`, into c; check reads the
+// log flags once they are parsed.
+func (c *mirrorConfig) flagSet() (fs *flag.FlagSet, check func() error) {
+	fs = newFlagSet("pastenode mirror")
+	fs.StringVar(&c.cdb, "cdb", "", "the exported archive to serve (required)")
+	fs.StringVar(&c.httpAddr, "http-addr", "127.0.0.1:8080", "HTTP address to serve on")
+	return fs, c.log.addFlags(fs)
 }
 
 // runMirror serves the archive until ctx ends, then drains the HTTP server

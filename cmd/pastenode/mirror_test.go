@@ -53,7 +53,7 @@ func TestParseMirrorFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			got, err := parseMirrorFlags(tt.args, env, io.Discard)
+			got, err := parseMirrorFlags(tt.args, env)
 			if tt.wantUsage != "" {
 				var ue usageError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tt.wantUsage) {
@@ -187,7 +187,7 @@ func TestRunMirror(t *testing.T) {
 	defer cancel()
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"mirror", "--cdb", path, "--http-addr", addr}, &logs) }()
+	go func() { done <- run(ctx, []string{"mirror", "--cdb", path, "--http-addr", addr}, io.Discard, &logs) }()
 
 	raw := func(id string, wantCode int, wantBody string) func() error {
 		return func() error {
@@ -247,7 +247,7 @@ func TestRunMirror(t *testing.T) {
 func TestRunMirrorBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.cdb")
 	os.WriteFile(path, []byte(strings.Repeat("x", 4096)), 0o644)
-	err := run(context.Background(), []string{"mirror", "--cdb", path, "--http-addr", freeport.Addr(t)}, io.Discard)
+	err := run(context.Background(), []string{"mirror", "--cdb", path, "--http-addr", freeport.Addr(t)}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "kawipiko") && !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("run on a bad file: got %v, want an error that names the problem", err)
 	}

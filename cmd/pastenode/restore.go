@@ -25,21 +25,14 @@ type restoreConfig struct {
 // parseRestoreFlags reads the flags of `pastenode restore`, then the
 // PASTE_* environment for every flag the command line did not set. The
 // node flags mean what they mean to the node that will start on the dir.
-func parseRestoreFlags(args []string, env func(string) (string, bool), stderr io.Writer) (*restoreConfig, error) {
-	fs := flag.NewFlagSet("pastenode restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func parseRestoreFlags(args []string, env func(string) (string, bool)) (*restoreConfig, error) {
 	var c restoreConfig
-	host, _ := os.Hostname()
-	fs.StringVar(&c.From, "from", "", "the backup file written by pastectl backup (required)")
-	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "the data dir to prepare: must not exist or be empty")
-	fs.StringVar(&c.NodeID, "node-id", host, "the id the restored node will run with")
-	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7000", "the Raft address the restored node will listen on")
-	fs.StringVar(&c.AdvertiseHost, "advertise-host", "", "host peers dial (default: host of --raft-addr)")
+	fs := c.flagSet()
 	if err := parseWithEnv(fs, args, env); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, usageError{helpHint{fmt.Errorf("unexpected argument %q", fs.Arg(0)), fs.Name()}}
 	}
 	if c.From == "" {
 		return nil, usageError{errors.New("--from is required: the backup file to restore")}
@@ -53,6 +46,18 @@ func parseRestoreFlags(args []string, env func(string) (string, bool), stderr io
 	}
 	c.advertise = net.JoinHostPort(c.AdvertiseHost, port)
 	return &c, nil
+}
+
+// flagSet returns the flags of `pastenode restore`, into c.
+func (c *restoreConfig) flagSet() *flag.FlagSet {
+	fs := newFlagSet("pastenode restore")
+	host, _ := os.Hostname()
+	fs.StringVar(&c.From, "from", "", "the backup file written by pastectl backup (required)")
+	fs.StringVar(&c.DataDir, "data-dir", "./pastenode-data", "the data dir to prepare: must not exist or be empty")
+	fs.StringVar(&c.NodeID, "node-id", host, "the id the restored node will run with")
+	fs.StringVar(&c.RaftAddr, "raft-addr", "127.0.0.1:7000", "the Raft address the restored node will listen on")
+	fs.StringVar(&c.AdvertiseHost, "advertise-host", "", "host peers dial (default: host of --raft-addr)")
+	return fs
 }
 
 // runRestore prepares a data dir from a backup, checking the whole file

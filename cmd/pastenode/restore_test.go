@@ -15,11 +15,11 @@ import (
 
 func TestRestoreCommand(t *testing.T) {
 	noEnv := func(string) (string, bool) { return "", false }
-	if _, err := parseRestoreFlags([]string{"--data-dir", "x"}, noEnv, io.Discard); !errors.As(err, new(usageError)) {
+	if _, err := parseRestoreFlags([]string{"--data-dir", "x"}, noEnv); !errors.As(err, new(usageError)) {
 		t.Errorf("no --from: got %v, want a usage error", err)
 	}
 	env := func(k string) (string, bool) { v, ok := map[string]string{"PASTE_FROM": "b.backup"}[k]; return v, ok }
-	c, err := parseRestoreFlags([]string{"--raft-addr", "0.0.0.0:7000", "--advertise-host", "node1"}, env, io.Discard)
+	c, err := parseRestoreFlags([]string{"--raft-addr", "0.0.0.0:7000", "--advertise-host", "node1"}, env)
 	if err != nil || c.From != "b.backup" || c.advertise != "node1:7000" {
 		t.Errorf("flags: %+v, %v; want --from from PASTE_FROM and node1:7000 advertised", c, err)
 	}
@@ -38,7 +38,7 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	err = run(context.Background(), []string{"restore", "--from", file, "--data-dir", data, "--node-id", "n1"}, io.Discard)
+	err = run(context.Background(), []string{"restore", "--from", file, "--data-dir", data, "--node-id", "n1"}, io.Discard, io.Discard)
 	if !errors.Is(err, pastenode.ErrBackupVersion) || !strings.Contains(err.Error(), "nothing was written") ||
 		!strings.Contains(err.Error(), "use a newer pastenode") {
 		t.Errorf("newer backup: got %v", err)

@@ -37,7 +37,7 @@ func TestClusterKeyRequiredBeyondLoopback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			_, err := parseFlags(append([]string{"--node-id", "n1"}, tt.args...), env, io.Discard)
+			_, err := parseFlags(append([]string{"--node-id", "n1"}, tt.args...), env)
 			if tt.wantUsage == "" {
 				if err != nil {
 					t.Fatalf("parseFlags: %v", err)
@@ -65,7 +65,7 @@ func TestKeygenPrintsAFreshKey(t *testing.T) {
 		if err != nil || len(raw) != 32 || node.CheckClusterKey(raw) != nil {
 			t.Fatalf("keygen printed %q: want base64 of 32 bytes", out.String())
 		}
-		if _, err := parseFlags([]string{"--node-id", "n1", "--cluster-key", k}, noEnv, io.Discard); err != nil {
+		if _, err := parseFlags([]string{"--node-id", "n1", "--cluster-key", k}, noEnv); err != nil {
 			t.Fatalf("--cluster-key refuses keygen's key: %v", err)
 		}
 		keys = append(keys, k)
@@ -79,8 +79,6 @@ func TestKeygenPrintsAFreshKey(t *testing.T) {
 	}
 }
 
-func noEnv(string) (string, bool) { return "", false }
-
 func TestInsecureClusterWarnsAtEveryStart(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeport.Addr(t), "--raft-addr", freeport.Addr(t),
@@ -89,7 +87,7 @@ func TestInsecureClusterWarnsAtEveryStart(t *testing.T) {
 		var logs lockedBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- run(ctx, args, &logs) }()
+		go func() { done <- run(ctx, args, io.Discard, &logs) }()
 		deadline := time.Now().Add(10 * time.Second)
 		for !strings.Contains(logs.String(), "msg=serving") {
 			if time.Now().After(deadline) {
@@ -115,7 +113,7 @@ func TestRunRefusesADamagedRaftDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := run(context.Background(), []string{"--node-id", "n1", "--data-dir", dir, "--http-addr", freeport.Addr(t),
-		"--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t)}, io.Discard)
+		"--raft-addr", freeport.Addr(t), "--gossip-addr", freeport.Addr(t)}, io.Discard, io.Discard)
 	var ue usageError
 	if err == nil || errors.As(err, &ue) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "Way out") {
 		t.Fatalf("run on a damaged raft.db: %v; want an error (exit 1) naming %s and the way out", err, path)

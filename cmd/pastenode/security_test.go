@@ -37,7 +37,7 @@ func TestAdminTokenGenerated(t *testing.T) {
 		httpAddr := freeport.Addr(t)
 		cfg, err := parseFlags([]string{"--node-id", "a1", "--data-dir", dir, "--http-addr", httpAddr,
 			"--raft-addr", raftAddr, "--gossip-addr", freeport.Addr(t), "--raft-time-scale", "0.2"},
-			func(string) (string, bool) { return "", false }, io.Discard)
+			func(string) (string, bool) { return "", false })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 // --trusted-proxies takes CIDRs and bare IPs.
 func TestSecurityFlags(t *testing.T) {
 	noEnv := func(string) (string, bool) { return "", false }
-	c, err := parseFlags([]string{"--node-id", "x"}, noEnv, io.Discard)
+	c, err := parseFlags([]string{"--node-id", "x"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestSecurityFlags(t *testing.T) {
 		t.Errorf("default max store bytes: got %d, want a quarter of %d", c.MaxStoreBytes, mem)
 	}
 	c, err = parseFlags([]string{"--node-id", "x", "--rate-limit", "0", "--max-store-bytes", "0",
-		"--trusted-proxies", "10.0.0.0/8, 127.0.0.1,::1"}, noEnv, io.Discard)
+		"--trusted-proxies", "10.0.0.0/8, 127.0.0.1,::1"}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestSecurityFlags(t *testing.T) {
 	env := func(k string) (string, bool) {
 		return map[string]string{"PASTE_MAX_STORE_BYTES": "1GiB"}[k], k == "PASTE_MAX_STORE_BYTES"
 	}
-	if c, err = parseFlags([]string{"--node-id", "x"}, env, io.Discard); err != nil || c.MaxStoreBytes != 1<<30 {
+	if c, err = parseFlags([]string{"--node-id", "x"}, env); err != nil || c.MaxStoreBytes != 1<<30 {
 		t.Errorf("PASTE_MAX_STORE_BYTES=1GiB: got %v, %v", c, err)
 	}
 	for _, bad := range [][]string{{"--trusted-proxies", "nope"}, {"--rate-limit", "-1"}, {"--max-store-bytes", "lots"}} {
-		if _, err := parseFlags(append([]string{"--node-id", "x"}, bad...), noEnv, io.Discard); err == nil {
+		if _, err := parseFlags(append([]string{"--node-id", "x"}, bad...), noEnv); err == nil {
 			t.Errorf("%v: accepted", bad)
 		}
 	}

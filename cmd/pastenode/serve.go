@@ -19,6 +19,7 @@ import (
 
 	"github.com/pastenode/pastenode/api"
 	"github.com/pastenode/pastenode/cluster"
+	"github.com/pastenode/pastenode/internal/buildinfo"
 	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
@@ -184,7 +185,7 @@ func clusterConfig(c *config, n *node.Node, log *slog.Logger) cluster.Config {
 		RaftAddr:        net.JoinHostPort(c.AdvertiseHost, portOf(c.RaftAddr)),
 		APIAddr:         net.JoinHostPort(c.AdvertiseHost, portOf(c.HTTPAddr)),
 		DataDir:         c.DataDir,
-		Version:         version,
+		Version:         buildinfo.Read().String(),
 		Logger:          log,
 		TimeScale:       c.TimeScale,
 	}
@@ -206,7 +207,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 		Cluster:        cl,
 		UI:             pages,
 		Logger:         log,
-		Version:        version,
+		Version:        buildinfo.Read().String(),
 		PublicURL:      c.PublicURL,
 		MaxPasteSize:   c.MaxPasteSize,
 		MaxExpire:      c.MaxExpire,

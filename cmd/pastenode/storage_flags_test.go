@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"testing"
 )
 
@@ -23,12 +22,12 @@ func TestStorageReserveFlag(t *testing.T) {
 			}
 			return "", false
 		}
-		c, err := parseFlags(append([]string{"--node-id", "n1"}, tc.args...), env, io.Discard)
+		c, err := parseFlags(append([]string{"--node-id", "n1"}, tc.args...), env)
 		if err != nil || c.StorageReserve != tc.want {
 			t.Errorf("%v env %q: got %v, %v; want %d", tc.args, tc.env, c, err, tc.want)
 		}
 	}
-	if _, err := parseFlags([]string{"--storage-reserve", "lots"}, func(string) (string, bool) { return "", false }, io.Discard); !errors.As(err, new(usageError)) {
+	if _, err := parseFlags([]string{"--storage-reserve", "lots"}, func(string) (string, bool) { return "", false }); !errors.As(err, new(usageError)) {
 		t.Errorf("--storage-reserve lots: got %v, want a usage error", err)
 	}
 }
