@@ -39,6 +39,8 @@ func TestDeps(t *testing.T) {
 		"github.com/pastenode/pastenode/client":       true,
 		"github.com/pastenode/pastenode/pn1":          true,
 		"github.com/pastenode/pastenode/cmd/pastectl": true,
+		// The build's identity, from the standard library only.
+		"github.com/pastenode/pastenode/internal/buildinfo": true,
 	}
 	for _, d := range deps {
 		for _, b := range banned {

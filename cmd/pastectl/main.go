@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pastenode/pastenode/client"
+	"github.com/pastenode/pastenode/internal/buildinfo"
 )
 
 func main() {
@@ -102,8 +103,10 @@ func (c *cli) rootCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usagef("missing command")
 		},
+		Version: buildinfo.Read().String(),
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("pastectl version {{.Version}}\n")
 
 	f := root.PersistentFlags()
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
@@ -125,6 +128,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.rotateTokenCommand(),
 		c.backupCommand(),
 		c.healthCommand(),
+		c.versionCommand(),
 	)
 	return root
 }
@@ -210,6 +214,28 @@ func (c *cli) action(do func(ctx context.Context, cl *client.Client, args []stri
 			return err
 		}
 		return failedError{err}
+	}
+}
+
+func (c *cli) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print pastectl's version, the commit and whether it had changes (as --version)",
+		Long: "version prints the release version, else the module version, and the commit pastectl\n" +
+			"was built from, with \"dirty\" when the tree had uncommitted changes. A node's version\n" +
+			"is in pastectl status.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in := buildinfo.Read()
+			if c.output == "json" {
+				return c.printJSON(struct {
+					Build string `json:"build"` // as --version and status show it
+					buildinfo.Info
+				}{in.String(), in})
+			}
+			_, err := fmt.Fprintln(c.stdout, "pastectl version", in)
+			return err
+		},
 	}
 }
 
