@@ -113,6 +113,22 @@ type JoinRequest struct {
 	Addrs []string `json:"addrs"`
 }
 
+// ServingFile is the file in a node's data dir where the node records,
+// as a Serving, how it serves its API, so that `pastectl --data-dir DIR`
+// on the node's host finds it on any port.
+const ServingFile = "serving.json"
+
+// Serving is where a node serves its API, as ServingFile holds it.
+type Serving struct {
+	// URL is the base URL a client on the node's host dials: scheme,
+	// host:port (loopback for a node bound to every interface) and base
+	// path, as "https://127.0.0.1:8443/paste".
+	URL      string `json:"url"`
+	Addr     string `json:"addr"` // the address the node listens on
+	TLS      bool   `json:"tls"`
+	BasePath string `json:"base_path,omitempty"`
+}
+
 // ErrorBody is the JSON form of every 4xx and 5xx answer.
 type ErrorBody struct {
 	Error string `json:"error"`

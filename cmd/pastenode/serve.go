@@ -140,6 +140,9 @@ func serveHTTP(ctx context.Context, c *config, n *node.Node, cl *cluster.Cluster
 		return err
 	}
 	ln = newConnLimitListener(ln, c.MaxConnsPerIP, apiServer.Trusted)
+	if err := n.RecordServing(ln.Addr(), srv.TLSConfig != nil, c.BasePath); err != nil {
+		return err
+	}
 	log.Info("serving", "http", ln.Addr().String(), "tls", c.TLSCert != "", "node_id", c.NodeID, "data_dir", c.DataDir,
 		"cluster_id", n.ClusterID(), "rate_limit", c.RateLimit, "max_store_bytes", c.MaxStoreBytes, "max_conns_per_ip", c.MaxConnsPerIP)
 	if srv.TLSConfig != nil {
