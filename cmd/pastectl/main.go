@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/client"
 	"github.com/pastenode/pastenode/internal/buildinfo"
 )
@@ -111,7 +112,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
-	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir: read the admin token it generated from DIR/admin-token (env PASTE_DATA_DIR)")
+	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir, on its host: its admin token and, without --addr, its address (env PASTE_DATA_DIR)")
 	f.StringVarP(&c.output, "output", "o", "text", "output format of put, status and import: text or json")
 	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer, for export each silence (0: no limit)")
 
@@ -134,16 +135,18 @@ func (c *cli) rootCommand() *cobra.Command {
 }
 
 // resolveFlags fills unset flags from the environment (a flag given on the
-// command line wins) and checks the global flags.
+// command line wins) and from a node's data dir, and checks the global
+// flags.
 func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
 	flags := cmd.Flags()
-	if v := os.Getenv("PASTE_ADDR"); v != "" && !flags.Changed("addr") {
-		c.addr = v
+	addrGiven := flags.Changed("addr")
+	if v := os.Getenv("PASTE_ADDR"); v != "" && !addrGiven {
+		c.addr, addrGiven = v, true
 	}
 	if v := os.Getenv("PASTE_ADMIN_TOKEN"); v != "" && !flags.Changed("admin-token") {
 		c.adminToken = v
 	}
-	if err := c.tokenFromDataDir(flags.Changed("data-dir")); err != nil {
+	if err := c.fromDataDir(flags.Changed("data-dir"), addrGiven); err != nil {
 		return err
 	}
 	if c.output != "text" && c.output != "json" {
@@ -155,19 +158,33 @@ func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// tokenFromDataDir reads the admin token a node generated into its data
-// dir, when no token is given. A missing file is an error only when
-// --data-dir was given on the command line: PASTE_DATA_DIR is also the
-// node's own setting, and may be set where no token was generated.
-func (c *cli) tokenFromDataDir(explicit bool) error {
-	if c.adminToken != "" {
-		return nil
-	}
+// fromDataDir reads what a node keeps in its data dir for the clients on
+// its host: the admin token, when none is given, and where the node
+// serves (pastenode.ServingFile), when no address is given. A missing
+// token file is an error only when --data-dir was given on the command
+// line: PASTE_DATA_DIR is also the node's own setting, and may be set
+// where no token was generated. A data dir without the address (a node
+// that has not served yet, or an older one) leaves the default address.
+func (c *cli) fromDataDir(explicit, addrGiven bool) error {
 	dir := c.dataDir
 	if !explicit {
 		dir = os.Getenv("PASTE_DATA_DIR")
 	}
 	if dir == "" {
+		return nil
+	}
+	if !addrGiven {
+		if b, err := os.ReadFile(filepath.Join(dir, pastenode.ServingFile)); err == nil {
+			var s pastenode.Serving
+			switch err := json.Unmarshal(b, &s); {
+			case err == nil && s.URL != "":
+				c.addr = s.URL
+			case explicit:
+				return usagef("--data-dir: %s does not say where the node serves", filepath.Join(dir, pastenode.ServingFile))
+			}
+		}
+	}
+	if c.adminToken != "" {
 		return nil
 	}
 	path := filepath.Join(dir, "admin-token")
