@@ -95,7 +95,8 @@ func decodeCreated(resp *http.Response, c *pastenode.Created) error {
 // Get returns the exact bytes of a paste; reading a burn paste consumes it.
 // idOrURL is an id or a paste URL (".../ID", ".../raw/ID", with or without
 // a "#fragment"); only the id is used, and it is fetched from the Client's
-// nodes, not from the URL's host.
+// nodes. To ask the node a URL names, make a Client for the base that
+// SplitPasteURL returns.
 func (c *Client) Get(ctx context.Context, idOrURL string) ([]byte, error) {
 	id, err := pasteID(idOrURL)
 	if err != nil {
@@ -422,25 +423,37 @@ func isJSON(h http.Header) bool {
 
 // pasteID extracts the id from an id or a paste URL.
 func pasteID(s string) (string, error) {
+	_, id, err := SplitPasteURL(s)
+	return id, err
+}
+
+// SplitPasteURL splits a paste URL into the base URL of the node that
+// serves it and the paste's id: "https://host/paste/raw/ID#KEY" gives
+// "https://host/paste" and "ID". The id is the last segment of /ID,
+// /raw/ID or /download/ID, under any base path a proxy adds. A bare id
+// (with or without a "#fragment") gives no base.
+func SplitPasteURL(s string) (base, id string, err error) {
 	in := s
 	s = strings.TrimSpace(s)
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return "", fmt.Errorf("paste URL %q: %w", in, err)
+	if !strings.Contains(s, "://") {
+		id, _, _ = strings.Cut(s, "#")
+		if id == "" || strings.Contains(id, "/") {
+			return "", "", fmt.Errorf("not a paste id or URL: %q", in)
 		}
-		// The id is the last path segment of /ID, /raw/ID, or either
-		// under a prefix when the nodes sit behind a proxy.
-		if p := strings.Trim(u.Path, "/"); p != "" {
-			s = path.Base(p)
-		} else {
-			s = ""
-		}
-	} else {
-		s, _, _ = strings.Cut(s, "#")
+		return "", id, nil
 	}
-	if s == "" || strings.Contains(s, "/") {
-		return "", fmt.Errorf("not a paste id or URL: %q", in)
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", "", fmt.Errorf("paste URL %q: %w", in, err)
 	}
-	return s, nil
+	p := strings.Trim(u.Path, "/")
+	if p == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", "", fmt.Errorf("not a paste id or URL: %q", in)
+	}
+	dir, id := path.Split("/" + p)
+	dir = strings.TrimSuffix(dir, "/")
+	if d, last := path.Split(dir); last == "raw" || last == "download" {
+		dir = strings.TrimSuffix(d, "/")
+	}
+	return u.Scheme + "://" + u.Host + dir, id, nil
 }

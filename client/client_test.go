@@ -487,3 +487,39 @@ func TestClientExportPipe(t *testing.T) {
 		t.Errorf("Export to a pipe: %v, got %q", err, got)
 	}
 }
+
+func TestSplitPasteURL(t *testing.T) {
+	tests := []struct {
+		in, base, id string
+		wantErr      bool
+	}{
+		{in: "Abc123", id: "Abc123"},
+		{in: "Abc123#secretkey", id: "Abc123"},
+		{in: "http://127.0.0.1:18083/Abc123", base: "http://127.0.0.1:18083", id: "Abc123"},
+		{in: "http://127.0.0.1:18083/raw/Abc123", base: "http://127.0.0.1:18083", id: "Abc123"},
+		{in: "https://paste.example/Abc123#secretkey", base: "https://paste.example", id: "Abc123"},
+		{in: "https://example.com/paste/raw/Abc123#L12", base: "https://example.com/paste", id: "Abc123"},
+		{in: "https://example.com/paste/Abc123", base: "https://example.com/paste", id: "Abc123"},
+		{in: "https://example.com/a/b/download/Abc123", base: "https://example.com/a/b", id: "Abc123"},
+		{in: " http://h/Abc123/ ", base: "http://h", id: "Abc123"},
+		{in: "", wantErr: true},
+		{in: "a/b", wantErr: true},
+		{in: "http://paste.example/", wantErr: true},
+		{in: "ftp://paste.example/Abc123", wantErr: true},
+		{in: "http:///Abc123", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			base, id, err := client.SplitPasteURL(tt.in)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("got %q %q, want an error", base, id)
+				}
+				return
+			}
+			if err != nil || base != tt.base || id != tt.id {
+				t.Errorf("got %q, %q, %v; want %q, %q", base, id, err, tt.base, tt.id)
+			}
+		})
+	}
+}
