@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -120,6 +121,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.putCommand(),
 		c.getCommand(),
 		c.deleteCommand(),
+		c.infoCommand(),
 		c.statusCommand(),
 		c.joinCommand(),
 		c.removeCommand(),
@@ -201,21 +203,76 @@ func (c *cli) fromDataDir(explicit, addrGiven bool) error {
 
 // newClient returns the Client for the global flags.
 func (c *cli) newClient() (*client.Client, error) {
+	cl, err := c.clientAt(c.addrs(), c.adminToken)
+	if err != nil {
+		return nil, usagef("--addr: %w", err)
+	}
+	return cl, nil
+}
+
+// addrs are the node addresses of --addr.
+func (c *cli) addrs() []string {
 	var addrs []string
 	for _, a := range strings.Split(c.addr, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			addrs = append(addrs, a)
 		}
 	}
+	return addrs
+}
+
+// clientAt returns a Client for addrs with the global flags' options and
+// adminToken.
+func (c *cli) clientAt(addrs []string, adminToken string) (*client.Client, error) {
 	token := c.createToken
 	if token == "" {
 		token = os.Getenv("PASTE_TOKEN")
 	}
-	cl, err := client.New(addrs, client.Options{AdminToken: c.adminToken, CreateToken: token, Timeout: c.timeout, Stale: c.stale})
+	return client.New(addrs, client.Options{AdminToken: adminToken, CreateToken: token, Timeout: c.timeout, Stale: c.stale})
+}
+
+// clientFor returns the Client that asks about idOrURL: for a paste URL,
+// one for the node the URL names (its scheme, host and base path), so
+// that a URL means what it says; for a bare id, cl, the Client of --addr.
+// The admin token goes to the URL's node only when that is a node of
+// --addr: a URL may come from anywhere, and must not collect it.
+// withheld reports that it did not.
+func (c *cli) clientFor(cl *client.Client, idOrURL string) (_ *client.Client, withheld bool, err error) {
+	base, _, err := client.SplitPasteURL(idOrURL)
 	if err != nil {
-		return nil, usagef("--addr: %w", err)
+		return nil, false, usageError{err}
 	}
-	return cl, nil
+	if base == "" {
+		return cl, false, nil
+	}
+	token := ""
+	if c.adminToken != "" {
+		if c.isAddr(base) {
+			token = c.adminToken
+		} else {
+			withheld = true
+		}
+	}
+	cl, err = c.clientAt([]string{base}, token)
+	return cl, withheld, err
+}
+
+// isAddr reports whether base has the scheme and host of one of --addr's
+// nodes.
+func (c *cli) isAddr(base string) bool {
+	b, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	for _, a := range c.addrs() {
+		if !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		if u, err := url.Parse(a); err == nil && u.Scheme == b.Scheme && u.Host == b.Host {
+			return true
+		}
+	}
+	return false
 }
 
 // action adapts a command's work to cobra: it builds the client, and marks

@@ -125,6 +125,19 @@ func (f *fakeNode) routes() http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 		}
 	})
+	mux.HandleFunc("GET /api/v1/pastes/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		f.mu.Lock()
+		content, ok := f.pastes[id]
+		f.mu.Unlock()
+		if !ok {
+			writeJSONError(w, http.StatusNotFound, "paste not found")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(pastenode.Meta{ID: id, URL: "http://" + r.Host + "/" + id, Size: len(content), Lang: "go",
+			CreatedAt: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)})
+	})
 	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(f.status)

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/client"
 	"github.com/pastenode/pastenode/pn1"
 )
@@ -87,8 +91,9 @@ func (c *cli) getCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get ID_OR_URL",
 		Short: "Print a paste's raw content",
-		Long: "get writes the exact bytes of a paste to stdout. ID_OR_URL is an id or a\n" +
-			"paste URL; the paste is fetched from --addr. Reading a burn paste destroys it.\n" +
+		Long: "get writes the exact bytes of a paste to stdout. ID_OR_URL is an id, fetched\n" +
+			"from --addr, or a paste URL, fetched from the node it names (its scheme, host and\n" +
+			"base path). Reading a burn paste destroys it.\n" +
 			"An encrypted paste is decrypted here with the key after # in URL, or with\n" +
 			"--password. --color highlights it for a terminal (not burn or encrypted pastes).",
 		Args: cobra.ExactArgs(1),
@@ -98,6 +103,10 @@ func (c *cli) getCommand() *cobra.Command {
 			return usagef("invalid --color %q: want auto, always or never", color)
 		}
 		if err := sec.resolve(cmd.Flags().Changed("password"), false); err != nil {
+			return err
+		}
+		cl, _, err := c.clientFor(cl, args[0])
+		if err != nil {
 			return err
 		}
 		content, err := c.get(ctx, cl, args[0], &sec, color == "always" || (color == "auto" && isTerminal(c.stdout)), lang)
@@ -164,16 +173,73 @@ func terminalFormat() string {
 func (c *cli) deleteCommand() *cobra.Command {
 	var token string
 	cmd := c.callCommand(&cobra.Command{
-		Use:   "delete ID --token TOKEN",
+		Use:   "delete ID_OR_URL --token TOKEN",
 		Short: "Delete a paste",
-		Long:  "delete deletes a paste with its delete token; with --admin-token the token may be omitted.",
-		Args:  cobra.ExactArgs(1),
+		Long: "delete deletes a paste with its delete token; with --admin-token the token may be omitted.\n" +
+			"A paste URL is deleted on the node it names; the admin token goes only to --addr's nodes.",
+		Args: cobra.ExactArgs(1),
 	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
-		if token == "" && c.adminToken == "" {
+		cl, withheld, err := c.clientFor(cl, args[0])
+		switch {
+		case err != nil:
+			return "", err
+		case token == "" && withheld:
+			return "", usagef("delete needs --token: %s is not a node of --addr, and the admin token goes only to those", args[0])
+		case token == "" && c.adminToken == "":
 			return "", usagef("delete needs --token (or --admin-token)")
 		}
 		return "deleted " + args[0], cl.Delete(ctx, args[0], token)
 	})
 	cmd.Flags().StringVar(&token, "token", "", "the delete token that put printed")
 	return cmd
+}
+
+func (c *cli) infoCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "info ID_OR_URL",
+		Short: "Show a paste's metadata, without reading it (a burn paste stays)",
+		Long: "info shows a paste's metadata: title, language, size, creation and expiry, and\n" +
+			"whether it burns or is encrypted. It never reads the content, so a burn paste\n" +
+			"stays. A paste URL is asked of the node it names, an id of --addr.",
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		cl, _, err := c.clientFor(cl, args[0])
+		if err != nil {
+			return err
+		}
+		m, err := cl.Meta(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		if c.output == "json" {
+			return c.printJSON(m)
+		}
+		return printMeta(c.stdout, m)
+	})
+	return cmd
+}
+
+// printMeta writes a paste's metadata, one field a line.
+func printMeta(w io.Writer, m *pastenode.Meta) error {
+	expires := "never"
+	if m.ExpiresAt != nil {
+		expires = m.ExpiresAt.Local().Format(time.RFC3339)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for _, kv := range [][2]string{
+		{"id", m.ID}, {"url", m.URL}, {"title", orDash(m.Title)}, {"lang", orDash(m.Lang)},
+		{"size", pastenode.FormatSize(int64(m.Size))}, {"created", m.CreatedAt.Local().Format(time.RFC3339)},
+		{"expires", expires}, {"burn", yesNo(m.Burn)}, {"encrypted", yesNo(m.Encrypted)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
