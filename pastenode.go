@@ -129,6 +129,12 @@ type Serving struct {
 	BasePath string `json:"base_path,omitempty"`
 }
 
+// OutcomeHeader is set to "unknown" on the error answer of a write that
+// may still be applied, or may already be (a cluster too busy to confirm
+// it in time): a client must not send such a write again blindly, as a
+// create would make a second paste. Error answers without it did nothing.
+const OutcomeHeader = "X-Paste-Outcome"
+
 // ErrorBody is the JSON form of every 4xx and 5xx answer.
 type ErrorBody struct {
 	Error string `json:"error"`

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
@@ -86,6 +87,9 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, node.ErrTimeout):
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(busyRetryAfter)))
 	}
+	if outcomeUnknown(r, err) {
+		w.Header().Set(pastenode.OutcomeHeader, "unknown")
+	}
 	switch {
 	case code == http.StatusInsufficientStorage:
 		s.log.Debug("create refused", "err", err) // the node logs the change of state
@@ -103,6 +107,15 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		_ = s.cfg.UI.Error(w, code, msg)
 		return true
 	})
+}
+
+// outcomeUnknown reports whether err leaves r, a write, perhaps applied:
+// it timed out waiting for the cluster rather than being refused.
+func outcomeUnknown(r *http.Request, err error) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	return errors.Is(err, node.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

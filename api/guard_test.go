@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -286,7 +287,9 @@ func TestHighlightBomb(t *testing.T) {
 
 // TestRetryAfterNoQuorum: a write refused for want of a leader says to come
 // back after about one election, not after a fixed second; one a busy
-// cluster did not confirm in time says so, and not that there is no quorum.
+// cluster did not confirm in time says so, and not that there is no quorum,
+// and marks its outcome unknown so that no client sends it again blindly.
+// A node in no cluster says how to put it in one.
 func TestRetryAfterNoQuorum(t *testing.T) {
 	t.Parallel()
 	tn := startNode(t, Config{NoQuorumWait: 3500 * time.Millisecond})
@@ -294,14 +297,19 @@ func TestRetryAfterNoQuorum(t *testing.T) {
 		err        error
 		retryAfter string
 		reason     string
+		outcome    string
 	}{
-		{node.ErrNoLeader, "4", "no quorum"},
-		{node.ErrTimeout, "1", "the cluster is busy; it may still be applied"},
+		{node.ErrNoLeader, "4", "no quorum", ""},
+		{node.ErrNoCluster, "4", "not in a cluster yet: run pastectl join\n", ""},
+		{node.ErrTimeout, "1", "the cluster is busy; it may still be applied", "unknown"},
 	} {
 		rec := httptest.NewRecorder()
 		tn.server.error(rec, httptest.NewRequest(http.MethodPost, "/", nil), fmt.Errorf("create: %w", c.err))
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != c.retryAfter || !strings.Contains(rec.Body.String(), c.reason) {
 			t.Errorf("%v: got %d with Retry-After %q and %q, want 503, %s and %q", c.err, rec.Code, rec.Header().Get("Retry-After"), rec.Body.String(), c.retryAfter, c.reason)
+		}
+		if got := rec.Header().Get(pastenode.OutcomeHeader); got != c.outcome {
+			t.Errorf("%v: %s %q, want %q", c.err, pastenode.OutcomeHeader, got, c.outcome)
 		}
 	}
 }
