@@ -18,21 +18,36 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/pastenode/pastenode"
 )
 
 // Client speaks the HTTP API of a pastenode cluster. It holds a list of
 // node addresses and asks them in order: a node that cannot be reached, or
 // that answers 503 (no quorum, no leader), is skipped for the next one.
-// Any other answer, success or error, is final.
+// Any other answer, success or error, is final, but for the retries that
+// Options.RetryWithin allows.
+//
+// A write (POST) whose outcome is unknown, because it was sent and no
+// answer came, or the answer says so (pastenode.OutcomeHeader), is never
+// sent again, to this node or another: its error matches
+// ErrOutcomeUnknown.
 type Client struct {
-	bases      []*url.URL
-	adminToken string
-	createTok  string
-	timeout    time.Duration
-	hc         *http.Client
-	stale      bool
+	bases       []*url.URL
+	adminToken  string
+	createTok   string
+	timeout     time.Duration
+	hc          *http.Client
+	stale       bool
+	retryWithin time.Duration
+	onRetry     func(err error, wait time.Duration)
 }
+
+// ErrOutcomeUnknown matches the error of a write that may have been
+// applied: it was not sent again.
+var ErrOutcomeUnknown = errors.New("it may have been applied, so it was not sent again")
 
 // Options configures a Client. The zero value is usable.
 type Options struct {
@@ -54,6 +69,15 @@ type Options struct {
 	// node cannot confirm it is up to date, e.g. cut off from the quorum
 	// (X-Paste-Stale: true). Burn reads are decided by the cluster anyway.
 	Stale bool
+	// RetryWithin, when positive, has a call answered 429 (rate limited)
+	// or 503 (no quorum, no cluster yet) with a Retry-After made again
+	// after that wait, as long as the call ends within RetryWithin of its
+	// start; a wait that would end later is not begun. A write whose
+	// outcome is unknown is never made again.
+	RetryWithin time.Duration
+	// OnRetry, if not nil, is told of each retry before its wait: the
+	// error answered and the wait.
+	OnRetry func(err error, wait time.Duration)
 }
 
 // New returns a Client for the nodes at addrs, each a base URL such as
@@ -62,7 +86,8 @@ func New(addrs []string, opts Options) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("no node address given")
 	}
-	c := &Client{adminToken: opts.AdminToken, createTok: opts.CreateToken, timeout: opts.Timeout, hc: opts.HTTPClient, stale: opts.Stale}
+	c := &Client{adminToken: opts.AdminToken, createTok: opts.CreateToken, timeout: opts.Timeout, hc: opts.HTTPClient, stale: opts.Stale,
+		retryWithin: opts.RetryWithin, onRetry: opts.OnRetry}
 	if c.hc == nil {
 		c.hc = http.DefaultClient
 	}
@@ -101,7 +126,50 @@ type call struct {
 
 // do sends cl to each node in order until one answers, and hands a 2xx
 // answer to handle (nil: ignore the body). Non-2xx answers become *Error.
+// An answer that asks to come back later (retryAfter) is waited for and
+// cl made again, within the Client's RetryWithin.
 func (c *Client) do(ctx context.Context, cl call, handle func(*http.Response) error) error {
+	start := time.Now()
+	for tries := 1; ; tries++ {
+		err := c.doOnce(ctx, cl, handle)
+		wait, ok := c.retryAfter(err, cl, time.Since(start))
+		if !ok {
+			if tries > 1 && err != nil {
+				err = fmt.Errorf("%w (after %d tries in %s)", err, tries, time.Since(start).Round(time.Second))
+			}
+			return err
+		}
+		if c.onRetry != nil {
+			c.onRetry(err, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// retryAfter returns how long to wait before cl is made again after err,
+// elapsed after its start, and whether it may be: a 429 or 503 with a
+// Retry-After whose wait ends within RetryWithin. A 503 that is itself
+// the answer (final503) is not retried, nor a write of unknown outcome.
+func (c *Client) retryAfter(err error, cl call, elapsed time.Duration) (time.Duration, bool) {
+	var e *Error
+	if c.retryWithin <= 0 || !errors.As(err, &e) || e.RetryAfter <= 0 || errors.Is(err, ErrOutcomeUnknown) {
+		return 0, false
+	}
+	switch {
+	case e.StatusCode == http.StatusTooManyRequests:
+	case e.StatusCode == http.StatusServiceUnavailable && !cl.final503:
+	default:
+		return 0, false
+	}
+	return e.RetryAfter, elapsed+e.RetryAfter <= c.retryWithin
+}
+
+// doOnce sends cl to each node in order until one answers.
+func (c *Client) doOnce(ctx context.Context, cl call, handle func(*http.Response) error) error {
 	var lastErr error
 	for _, base := range c.bases {
 		next, err := c.attempt(ctx, base, cl, handle)
@@ -141,6 +209,14 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, cl call, handle fun
 	if cl.stream && timer != nil {
 		alive = func() { timer.Reset(c.timeout) }
 	}
+	// A write that reached the node may be applied whatever comes back:
+	// from then on a failure is final, and says so.
+	var sent atomic.Bool
+	if cl.method == http.MethodPost {
+		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true) },
+		})
+	}
 	if cl.stream {
 		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
 			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
@@ -158,11 +234,17 @@ func (c *Client) attempt(ctx context.Context, base *url.URL, cl call, handle fun
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if sent.Load() {
+			return false, fmt.Errorf("%w; %w", timedOut(ctx, actx, err), ErrOutcomeUnknown)
+		}
 		return true, timedOut(ctx, actx, err)
 	}
 	defer resp.Body.Close()
 	alive()
 	if next, err := classify(resp, cl.final503); err != nil || handle == nil {
+		if err != nil && resp.Header.Get(pastenode.OutcomeHeader) == "unknown" {
+			return false, fmt.Errorf("%w; %w", err, ErrOutcomeUnknown)
+		}
 		return next, err
 	}
 	if cl.stream {
