@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "pastectl: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	fmt.Fprintf(stderr, "pastectl: %s\n", oneLine(err))
 	var coded codeError
 	if errors.As(err, &coded) {
 		return coded.code
@@ -115,7 +115,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
 	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir, on its host: its admin token and, without --addr, its address (env PASTE_DATA_DIR)")
 	f.StringVarP(&c.output, "output", "o", "text", "output format of put, status and import: text or json")
-	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer, for export each silence (0: no limit)")
+	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer (for export and backup, each silence), and for the retries of 429 and 503 answers in all (0: no limit, no retries)")
 
 	root.AddCommand(
 		c.putCommand(),
@@ -228,7 +228,18 @@ func (c *cli) clientAt(addrs []string, adminToken string) (*client.Client, error
 	if token == "" {
 		token = os.Getenv("PASTE_TOKEN")
 	}
-	return client.New(addrs, client.Options{AdminToken: adminToken, CreateToken: token, Timeout: c.timeout, Stale: c.stale})
+	return client.New(addrs, client.Options{AdminToken: adminToken, CreateToken: token, Timeout: c.timeout, Stale: c.stale,
+		RetryWithin: c.timeout, OnRetry: c.sayRetry})
+}
+
+// sayRetry tells stderr that a call is made again, and why.
+func (c *cli) sayRetry(err error, wait time.Duration) {
+	fmt.Fprintf(c.stderr, "pastectl: %s; retrying in %s\n", oneLine(err), wait)
+}
+
+// oneLine is err's message on one line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", " ")
 }
 
 // clientFor returns the Client that asks about idOrURL: for a paste URL,

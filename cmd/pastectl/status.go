@@ -181,7 +181,7 @@ func (c *cli) askMember(ctx context.Context, apiAddr string, timeout time.Durati
 	}
 	st, err := cl.Status(ctx)
 	if err != nil {
-		return nil, nil, strings.ReplaceAll(err.Error(), "\n", " ")
+		return nil, nil, oneLine(err)
 	}
 	return &st.Node, &st.Store, ""
 }
