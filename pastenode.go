@@ -94,6 +94,10 @@ type Member struct {
 	Gossip     string `json:"gossip"`   // alive, suspect, dead, left
 	Suffrage   string `json:"suffrage"` // voter, nonvoter, none
 	Leader     bool   `json:"leader"`
+	// Unreachable is set for a member that gossip finds dead or gone, or
+	// that the leader's Raft heartbeats fail to reach, which it learns
+	// within a heartbeat of the member going down.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // StoreStatus holds the store's totals.

@@ -416,6 +416,7 @@ func (c *Cluster) Members() []pastenode.Member {
 		}
 		m := get(id)
 		m.APIAddr, m.RaftAddr, m.GossipAddr, m.Gossip = g.meta.APIAddr, g.meta.RaftAddr, g.gossipAddr, g.state
+		m.Unreachable = g.state == "dead" || g.state == "left"
 		if g.state == "alive" && id != c.node.ID() && time.Since(g.lastAck) > c.suspectAfter {
 			m.Gossip = "suspect"
 		}
@@ -424,6 +425,7 @@ func (c *Cluster) Members() []pastenode.Member {
 	for _, s := range servers {
 		m := get(s.ID)
 		m.Suffrage, m.Leader = s.Suffrage, s.Leader
+		m.Unreachable = m.Unreachable || s.Unreachable
 		if m.RaftAddr == "" {
 			m.RaftAddr = s.Addr
 		}

@@ -250,7 +250,8 @@ type Node struct {
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
 	timeouts      atomic.Pointer[raft.ReloadableConfig]
-	leaderChanges atomic.Uint64 // see LeaderChanges
+	leaderChanges atomic.Uint64  // see LeaderChanges
+	transport     *raftTransport // Raft's, which knows the peers that do not answer
 
 	lease      leaseHolder  // the read lease this node holds
 	grants     *leaseGrants // as leader, the leases it granted
@@ -352,8 +353,9 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("check raft state: %w", err)
 	}
+	n.transport = newRaftTransport(n.trans, n)
 	n.raft, err = raft.NewRaft(rc, gatedFSM{n}, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
-		guardedSnapshots{snaps, n.storage}, newRaftTransport(n.trans, n))
+		guardedSnapshots{snaps, n.storage}, n.transport)
 	if err != nil {
 		return raftStartError(n.cfg.DataDir, err)
 	}

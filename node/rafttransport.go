@@ -143,6 +143,13 @@ func (t *raftTransport) mark(id raft.ServerID, target raft.ServerAddress, down b
 	}
 }
 
+// isDown reports whether the last call to id failed, while this node led.
+func (t *raftTransport) isDown(id raft.ServerID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.down[id]
+}
+
 // Close closes the wrapped transport, which Raft's shutdown expects of a
 // transport that can close.
 func (t *raftTransport) Close() error {

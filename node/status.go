@@ -71,6 +71,11 @@ type Server struct {
 	Addr     string
 	Suffrage string // voter, nonvoter
 	Leader   bool   // this node knows it as the leader
+	// Unreachable is set on the leader for a server that its last call
+	// (entries or a heartbeat) failed to reach: Raft knows of a server
+	// that went down within a heartbeat, long before gossip declares it
+	// dead.
+	Unreachable bool
 }
 
 // Servers returns the current Raft configuration.
@@ -80,13 +85,15 @@ func (n *Node) Servers() ([]Server, error) {
 		return nil, fmt.Errorf("raft configuration: %w", err)
 	}
 	_, leader := n.raft.LeaderWithID()
+	leads := n.raft.State() == raft.Leader
 	var out []Server
 	for _, s := range f.Configuration().Servers {
 		suf := "voter"
 		if s.Suffrage != raft.Voter {
 			suf = "nonvoter"
 		}
-		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf, Leader: s.ID == leader})
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Suffrage: suf, Leader: s.ID == leader,
+			Unreachable: leads && n.transport.isDown(s.ID)})
 	}
 	return out, nil
 }
