@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -67,6 +68,9 @@ func (c *cli) backup(ctx context.Context, cl *client.Client, out string) (err er
 	if err := f.commit(); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "backed up %d bytes in %.2fs to %s\n", n, time.Since(start).Seconds(), out)
-	return nil
+	took := time.Since(start).Seconds()
+	return c.print(transferJSON{File: out, Bytes: n, Seconds: took}, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "backed up %d bytes in %.2fs to %s\n", n, took, out)
+		return err
+	})
 }

@@ -44,6 +44,12 @@ func TestBackup(t *testing.T) {
 		t.Fatalf("file: %d bytes, %v; want the %d bytes served", len(got), err, good.Len())
 	}
 
+	// -o json: a summary instead of the line.
+	code, stdout, _ = pastectl(t, "", "-o", "json", "--addr", backupServer(t, good.Bytes()), "backup", "--out", out)
+	if v := oneObject(t, stdout); code != 0 || v["bytes"] != 35054.0 || v["file"] != out || v["seconds"] == nil {
+		t.Errorf("-o json backup: exit %d, %s; want its file, bytes and seconds", code, stdout)
+	}
+
 	// A stream cut short is refused and leaves the old file alone.
 	cut := good.Bytes()[:good.Len()-10]
 	code, stdout, stderr = pastectl(t, "", "--addr", backupServer(t, cut), "backup", "--out", out)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,11 +40,11 @@ func (c *cli) joinCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if c.output == "json" {
-			return c.printJSON(map[string]string{"node": st.Node.ID, "cluster_id": st.Node.ClusterID, "suffrage": "voter", "leader": st.Node.LeaderID})
-		}
-		fmt.Fprintf(c.stdout, "%s is a voter of cluster %s (leader %s)\n", st.Node.ID, orDash(st.Node.ClusterID), st.Node.LeaderID)
-		return nil
+		return c.print(map[string]string{"node": st.Node.ID, "cluster_id": st.Node.ClusterID, "suffrage": "voter", "leader": st.Node.LeaderID},
+			func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "%s is a voter of cluster %s (leader %s)\n", st.Node.ID, orDash(st.Node.ClusterID), st.Node.LeaderID)
+				return err
+			})
 	})
 	return cmd
 }
@@ -83,8 +84,8 @@ func (c *cli) removeCommand() *cobra.Command {
 		Use:   "remove NODE_ID",
 		Short: "Remove a node from the cluster",
 		Args:  cobra.ExactArgs(1),
-	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
-		return "removed " + args[0], cl.Remove(ctx, args[0])
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, any, error) {
+		return "removed " + args[0], map[string]string{"removed": args[0]}, cl.Remove(ctx, args[0])
 	})
 }
 
@@ -102,11 +103,10 @@ func (c *cli) rotateTokenCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if c.output == "json" {
-			return c.printJSON(pastenode.AdminToken{Token: token})
-		}
-		fmt.Fprintln(c.stdout, token)
-		return nil
+		return c.print(pastenode.AdminToken{Token: token}, func(w io.Writer) error {
+			_, err := fmt.Fprintln(w, token)
+			return err
+		})
 	})
 	return cmd
 }
@@ -116,8 +116,8 @@ func (c *cli) snapshotCommand() *cobra.Command {
 		Use:   "snapshot",
 		Short: "Force a Raft snapshot",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
-		return "snapshot taken", cl.Snapshot(ctx)
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, any, error) {
+		return "snapshot taken", map[string]bool{"snapshot": true}, cl.Snapshot(ctx)
 	})
 }
 
@@ -126,21 +126,26 @@ func (c *cli) healthCommand() *cobra.Command {
 		Use:   "health",
 		Short: "Exit 0 when the node is ready (GET /readyz), else 1 with the reason",
 		Args:  cobra.NoArgs,
-	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
-		return "", cl.Ready(ctx) // quiet: it is a container health check
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, any, error) {
+		return "", map[string]bool{"ready": true}, cl.Ready(ctx) // quiet in text: it is a container health check
 	})
 }
 
-// callCommand completes cmd for one API call whose only output is a
-// confirmation line in text mode; -o json stays silent because the exit
-// code is the whole answer.
-func (c *cli) callCommand(cmd *cobra.Command, call func(context.Context, *client.Client, []string) (string, error)) *cobra.Command {
+// callCommand completes cmd for one API call whose output is a
+// confirmation: a line done in text ("" for none), result with -o json.
+func (c *cli) callCommand(cmd *cobra.Command, call func(context.Context, *client.Client, []string) (done string, result any, err error)) *cobra.Command {
 	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
-		done, err := call(ctx, cl, args)
-		if err == nil && done != "" && c.output == "text" {
-			fmt.Fprintln(c.stdout, done)
+		done, result, err := call(ctx, cl, args)
+		if err != nil {
+			return err
 		}
-		return err
+		return c.print(result, func(w io.Writer) error {
+			if done == "" {
+				return nil
+			}
+			_, err := fmt.Fprintln(w, done)
+			return err
+		})
 	})
 	return cmd
 }

@@ -71,12 +71,27 @@ func (c *cli) export(ctx context.Context, cl *client.Client, out string) (err er
 	}
 
 	took := time.Since(start).Seconds()
+	summary := transferJSON{File: out, Bytes: n, Seconds: took}
 	if w.pastes >= 0 {
-		fmt.Fprintf(c.stdout, "exported %d pastes, %d bytes in %.2fs to %s\n", w.pastes, n, took, out)
-	} else {
-		fmt.Fprintf(c.stdout, "exported %d bytes in %.2fs to %s\n", n, took, out)
+		summary.Pastes = &w.pastes
 	}
-	return nil
+	return c.print(summary, func(out io.Writer) error {
+		if w.pastes >= 0 {
+			_, err := fmt.Fprintf(out, "exported %d pastes, %d bytes in %.2fs to %s\n", w.pastes, n, took, summary.File)
+			return err
+		}
+		_, err := fmt.Fprintf(out, "exported %d bytes in %.2fs to %s\n", n, took, summary.File)
+		return err
+	})
+}
+
+// transferJSON is what export and backup print with -o json once done:
+// the progress bar is for terminals only.
+type transferJSON struct {
+	File    string  `json:"file"`
+	Bytes   int64   `json:"bytes"`
+	Pastes  *int64  `json:"pastes,omitempty"` // export only, when the server says
+	Seconds float64 `json:"seconds"`
 }
 
 // exportFile is the export's temporary file; it records the paste count

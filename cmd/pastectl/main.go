@@ -61,20 +61,29 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
+	cmd, err := root.ExecuteContextC(ctx)
+	code := exitCode(err)
+	if err != nil {
+		if !c.resolved {
+			c.output = outputOf(args)
+		}
+		c.report(cmd, err, code)
 	}
-	fmt.Fprintf(stderr, "pastectl: %s\n", oneLine(err))
+	return code
+}
+
+// exitCode is the exit status err means (see the README's table).
+func exitCode(err error) int {
 	var coded codeError
-	if errors.As(err, &coded) {
-		return coded.code
-	}
 	var failed failedError
-	if errors.As(err, &failed) {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &coded):
+		return coded.code
+	case errors.As(err, &failed):
 		return exitFailed
 	}
-	fmt.Fprintln(stderr, "Run 'pastectl --help' for usage.")
 	return exitUsage
 }
 
@@ -90,6 +99,7 @@ type cli struct {
 	output      string
 	timeout     time.Duration
 	stale       bool // get --stale
+	resolved    bool // resolveFlags ran: the flags hold the command line
 }
 
 func (c *cli) rootCommand() *cobra.Command {
@@ -98,7 +108,9 @@ func (c *cli) rootCommand() *cobra.Command {
 		Short: "Command-line client of a pastenode cluster",
 		Long: "pastectl creates, reads and deletes pastes and runs the admin calls of a\n" +
 			"pastenode cluster. Exit codes: 0 success, 1 the server said no or could\n" +
-			"not be reached, 2 usage error, 3 (status only) the cluster is degraded.",
+			"not be reached, 2 usage error, 3 (status only) the cluster is degraded.\n" +
+			"With -o json every command prints one JSON object on stdout, and a failure\n" +
+			"{\"error\": \"...\", \"status\": N}, N being the HTTP status (0: none came).",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: c.resolveFlags,
@@ -114,7 +126,7 @@ func (c *cli) rootCommand() *cobra.Command {
 	f.StringVar(&c.addr, "addr", defaultAddr, "node base URLs, comma-separated, tried in order (env PASTE_ADDR)")
 	f.StringVar(&c.adminToken, "admin-token", "", "bearer token for admin calls (env PASTE_ADMIN_TOKEN)")
 	f.StringVar(&c.dataDir, "data-dir", "", "a node's data dir, on its host: its admin token and, without --addr, its address (env PASTE_DATA_DIR)")
-	f.StringVarP(&c.output, "output", "o", "text", "output format of put, status and import: text or json")
+	f.StringVarP(&c.output, "output", "o", "text", "output format: text, table (the same; status and members print tables in both) or json")
 	f.DurationVar(&c.timeout, "timeout", 10*time.Second, "how long to wait for each node's answer (for export and backup, each silence), and for the retries of 429 and 503 answers in all (0: no limit, no retries)")
 
 	root.AddCommand(
@@ -133,6 +145,11 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.healthCommand(),
 		c.versionCommand(),
 	)
+	for _, cmd := range root.Commands() {
+		if cmd.Args != nil {
+			cmd.Args = namedArgs(cmd.Args)
+		}
+	}
 	return root
 }
 
@@ -151,8 +168,13 @@ func (c *cli) resolveFlags(cmd *cobra.Command, args []string) error {
 	if err := c.fromDataDir(flags.Changed("data-dir"), addrGiven); err != nil {
 		return err
 	}
-	if c.output != "text" && c.output != "json" {
-		return usagef("invalid -o %q: want text or json", c.output)
+	c.resolved = true
+	switch c.output {
+	case "text", "json":
+	case "table":
+		c.output = "text"
+	default:
+		return usagef("invalid -o %q: want text, table or json", c.output)
 	}
 	if c.timeout < 0 {
 		return usagef("invalid --timeout %s: must not be negative", c.timeout)
@@ -237,11 +259,6 @@ func (c *cli) sayRetry(err error, wait time.Duration) {
 	fmt.Fprintf(c.stderr, "pastectl: %s; retrying in %s\n", oneLine(err), wait)
 }
 
-// oneLine is err's message on one line.
-func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
 // clientFor returns the Client that asks about idOrURL: for a paste URL,
 // one for the node the URL names (its scheme, host and base path), so
 // that a URL means what it says; for a bare id, cl, the Client of --addr.
@@ -322,11 +339,4 @@ func (c *cli) versionCommand() *cobra.Command {
 			return err
 		},
 	}
-}
-
-// printJSON writes v as indented JSON on stdout.
-func (c *cli) printJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -374,7 +374,7 @@ func TestDelete(t *testing.T) {
 		{"wrong token", []string{"delete", "a", "--token", "bad"}, 1, "pastectl: 403 Forbidden: wrong delete token\n"},
 		{"right token", []string{"delete", "a", "--token", "tok-a"}, 0, ""},
 		{"gone", []string{"delete", "a", "--token", "tok-a"}, 1, "pastectl: 404 Not Found: paste not found\n"},
-		{"no token", []string{"delete", "b"}, 2, "pastectl: delete needs --token (or --admin-token)\nRun 'pastectl --help' for usage.\n"},
+		{"no token", []string{"delete", "b"}, 2, "pastectl: delete needs --token (or --admin-token)\nRun 'pastectl delete --help' for usage.\n"},
 		{"admin token", []string{"delete", "b", "--admin-token", "adm"}, 0, ""},
 	}
 	for _, tt := range tests {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -58,12 +60,11 @@ func (c *cli) putCommand() *cobra.Command {
 		if key != "" {
 			created.URL += "#" + key
 		}
-		if c.output == "json" {
-			return c.printJSON(created)
-		}
-		fmt.Fprintln(c.stdout, created.URL)
-		fmt.Fprintf(c.stderr, "delete token: %s\n", created.DeleteToken)
-		return nil
+		return c.print(created, func(w io.Writer) error {
+			fmt.Fprintln(w, created.URL)
+			_, err := fmt.Fprintf(c.stderr, "delete token: %s\n", created.DeleteToken)
+			return err
+		})
 	})
 	f := cmd.Flags()
 	f.StringVar(&opts.Lang, "lang", "", "syntax-highlighting language, e.g. go (default plain text)")
@@ -109,12 +110,15 @@ func (c *cli) getCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		content, err := c.get(ctx, cl, args[0], &sec, color == "always" || (color == "auto" && isTerminal(c.stdout)), lang)
+		colour := c.output != "json" && (color == "always" || (color == "auto" && isTerminal(c.stdout)))
+		content, err := c.get(ctx, cl, args[0], &sec, colour, lang)
 		if err != nil {
 			return err
 		}
-		_, err = c.stdout.Write(content)
-		return err
+		return c.print(contentJSON(args[0], content), func(w io.Writer) error {
+			_, err := w.Write(content)
+			return err
+		})
 	})
 	f := cmd.Flags()
 	c.passwordFlag(f, &sec, "decrypt with a password")
@@ -161,6 +165,28 @@ func (c *cli) get(ctx context.Context, cl *client.Client, idOrURL string, sec *s
 	return content, nil
 }
 
+// pasteContent is a paste as get -o json prints it: the content as text
+// when it is UTF-8, else in base64.
+type pasteContent struct {
+	ID            string  `json:"id"`
+	Size          int     `json:"size"`
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 *string `json:"content_base64,omitempty"`
+}
+
+func contentJSON(idOrURL string, content []byte) pasteContent {
+	_, id, _ := client.SplitPasteURL(idOrURL)
+	p := pasteContent{ID: id, Size: len(content)}
+	if utf8.Valid(content) {
+		s := string(content)
+		p.Content = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(content)
+		p.ContentBase64 = &s
+	}
+	return p
+}
+
 // terminalFormat is 24-bit colour where the terminal says it has it
 // (COLORTERM), else 256 colours.
 func terminalFormat() string {
@@ -178,17 +204,18 @@ func (c *cli) deleteCommand() *cobra.Command {
 		Long: "delete deletes a paste with its delete token; with --admin-token the token may be omitted.\n" +
 			"A paste URL is deleted on the node it names; the admin token goes only to --addr's nodes.",
 		Args: cobra.ExactArgs(1),
-	}, func(ctx context.Context, cl *client.Client, args []string) (string, error) {
+	}, func(ctx context.Context, cl *client.Client, args []string) (string, any, error) {
 		cl, withheld, err := c.clientFor(cl, args[0])
 		switch {
 		case err != nil:
-			return "", err
+			return "", nil, err
 		case token == "" && withheld:
-			return "", usagef("delete needs --token: %s is not a node of --addr, and the admin token goes only to those", args[0])
+			return "", nil, usagef("delete needs --token: %s is not a node of --addr, and the admin token goes only to those", args[0])
 		case token == "" && c.adminToken == "":
-			return "", usagef("delete needs --token (or --admin-token)")
+			return "", nil, usagef("delete needs --token (or --admin-token)")
 		}
-		return "deleted " + args[0], cl.Delete(ctx, args[0], token)
+		_, id, _ := client.SplitPasteURL(args[0])
+		return "deleted " + args[0], map[string]string{"deleted": id}, cl.Delete(ctx, args[0], token)
 	})
 	cmd.Flags().StringVar(&token, "token", "", "the delete token that put printed")
 	return cmd
@@ -212,10 +239,7 @@ func (c *cli) infoCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if c.output == "json" {
-			return c.printJSON(m)
-		}
-		return printMeta(c.stdout, m)
+		return c.print(m, func(w io.Writer) error { return printMeta(w, m) })
 	})
 	return cmd
 }

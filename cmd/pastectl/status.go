@@ -78,8 +78,7 @@ func (c *cli) statusOnce(ctx context.Context, cl *client.Client, o statusOptions
 	}
 	v := c.gather(ctx, st, o)
 	if c.output == "json" {
-		enc := jsonEncoder(w)
-		err = enc.Encode(v)
+		err = jsonEncoder(w).Encode(v)
 	} else {
 		err = printStatus(w, v)
 	}
@@ -88,9 +87,9 @@ func (c *cli) statusOnce(ctx context.Context, cl *client.Client, o statusOptions
 	}
 	switch {
 	case st.Node.LeaderID == "":
-		return errors.New("no leader")
+		return shownError{errors.New("no leader")}
 	case v.Degraded:
-		return codeError{exitDegraded, fmt.Errorf("degraded: %s", strings.Join(v.Problems, "; "))}
+		return shownError{codeError{exitDegraded, fmt.Errorf("degraded: %s", strings.Join(v.Problems, "; "))}}
 	}
 	return nil
 }
@@ -111,7 +110,7 @@ func (c *cli) watchStatus(ctx context.Context, cl *client.Client, o statusOption
 			io.WriteString(c.stdout, "\033[H\033[2J")
 		}
 		c.stdout.Write(buf.Bytes())
-		if err != nil {
+		if err != nil && c.output != "json" {
 			fmt.Fprintf(c.stdout, "%s\n", err)
 		}
 		if clear {
