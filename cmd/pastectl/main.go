@@ -144,6 +144,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		c.backupCommand(),
 		c.healthCommand(),
 		c.versionCommand(),
+		c.membersCommand(),
 	)
 	for _, cmd := range root.Commands() {
 		if cmd.Args != nil {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pastenode/pastenode"
 )
 
 // oneObject decodes s as exactly one JSON object.
@@ -40,6 +43,7 @@ func TestEveryCommandPrintsOneJSONObject(t *testing.T) {
 		{[]string{"get", url + "/raw/p2"}, map[string]any{"id": "p2", "content_base64": "/wBiaW5hcnk="}},
 		{[]string{"info", "p1"}, map[string]any{"id": "p1", "size": 5.0}},
 		{[]string{"delete", "p1", "--token", "tok-p1"}, map[string]any{"deleted": "p1"}},
+		{[]string{"members"}, nil},
 		{[]string{"remove", "n3"}, map[string]any{"removed": "n3"}},
 		{[]string{"snapshot"}, map[string]any{"snapshot": true}},
 		{[]string{"health"}, map[string]any{"ready": true}},
@@ -114,5 +118,36 @@ func TestUsageHints(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, tt.wantStderr)
 			}
 		})
+	}
+}
+
+func TestMembers(t *testing.T) {
+	f, url := newFake(t)
+	f.status.Members[2].Unreachable = true
+	code, stdout, stderr := pastectl(t, "", "--addr", url, "members")
+	want := "   ID  ADDRESS        ROLE         SUFFRAGE  GOSSIP\n" +
+		"*  n1  10.0.0.1:8080  leader       voter     alive\n" +
+		"   n2  10.0.0.2:8080  follower     voter     alive\n" +
+		"   n3  10.0.0.3:8080  unreachable  nonvoter  suspect\n"
+	if code != 0 || stdout != want {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+	// The same columns head status's table.
+	_, status, _ := pastectl(t, "", "--addr", url, "status", "--member-timeout", "100ms")
+	head, _, _ := strings.Cut(status, "\n")
+	if got := strings.Join(strings.Fields(head)[:5], " "); got != "ID ADDRESS ROLE SUFFRAGE GOSSIP" {
+		t.Errorf("status's header %q does not start as members's", head)
+	}
+
+	_, stdout, _ = pastectl(t, "", "--addr", url, "-o", "json", "members")
+	var v struct {
+		Members []struct {
+			pastenode.Member
+			Role string `json:"role"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(bytes.NewReader([]byte(stdout))).Decode(&v); err != nil || len(v.Members) != 3 ||
+		v.Members[0].Role != "leader" || v.Members[2].Role != "unreachable" || !v.Members[2].Unreachable {
+		t.Errorf("-o json: %v %s", err, stdout)
 	}
 }

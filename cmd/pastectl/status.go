@@ -203,11 +203,9 @@ func (v *clusterView) judge(maxLag uint64) {
 	}
 	for i := range v.Members {
 		m := &v.Members[i]
-		m.Role = "-"
-		if m.Leader || (v.Node.LeaderID != "" && m.ID == v.Node.LeaderID) {
-			m.Role = "leader"
-		} else if m.Suffrage != "none" {
-			m.Role = "follower"
+		m.Role = roleOf(m.Member, v.Node.LeaderID)
+		if m.Self == nil && m.Error != "" {
+			m.Role = unreachable
 		}
 		if m.Self != nil {
 			m.Role = strings.ToLower(m.Self.State)
@@ -222,6 +220,24 @@ func (v *clusterView) judge(maxLag uint64) {
 			v.Problems = append(v.Problems, m.ID+": "+p)
 		}
 	}
+}
+
+// unreachable is the role of a member that cannot be reached: it did not
+// answer, or the asked node knows it is down.
+const unreachable = "unreachable"
+
+// roleOf is m's role as the node that listed it knows it: unreachable
+// when the leader's Raft or gossip says so, else from the configuration.
+func roleOf(m pastenode.Member, leaderID string) string {
+	switch {
+	case m.Unreachable:
+		return unreachable
+	case m.Leader || (leaderID != "" && m.ID == leaderID):
+		return "leader"
+	case m.Suffrage != "none":
+		return "follower"
+	}
+	return "-"
 }
 
 // problem says what makes this member count against the cluster's health,
@@ -242,4 +258,34 @@ func (m *memberView) problem(maxLag uint64) string {
 		return fmt.Sprintf("voter %d entries behind the leader's commit index (more than %d)", *m.Lag, maxLag)
 	}
 	return ""
+}
+
+// memberJSON is a member as members prints it: as the asked node knows
+// it, with its role.
+type memberJSON struct {
+	pastenode.Member
+	Role string `json:"role"`
+}
+
+func (c *cli) membersCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "members",
+		Short: "List the cluster's members as the node at --addr knows them",
+		Long: "members lists the cluster's members as the node at --addr knows them, in the\n" +
+			"columns of status, without asking each one: role (unreachable when the leader's\n" +
+			"Raft or gossip says it is down), suffrage and gossip state.",
+		Args: cobra.NoArgs,
+	}
+	cmd.RunE = c.action(func(ctx context.Context, cl *client.Client, args []string) error {
+		st, err := cl.Status(ctx)
+		if err != nil {
+			return err
+		}
+		members := make([]memberJSON, len(st.Members))
+		for i, m := range st.Members {
+			members[i] = memberJSON{m, roleOf(m, st.Node.LeaderID)}
+		}
+		return c.print(map[string]any{"members": members}, func(w io.Writer) error { return printMembers(w, members) })
+	})
+	return cmd
 }

@@ -17,14 +17,9 @@ import (
 // say.
 func printStatus(w io.Writer, v *clusterView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tID\tADDRESS\tROLE\tSUFFRAGE\tGOSSIP\tAPPLIED\tLAG\tLAST CONTACT\tVERSION\tUPTIME\tPASTES\tBYTES\tREADY")
+	fmt.Fprintln(tw, memberHeader+"\tAPPLIED\tLAG\tLAST CONTACT\tVERSION\tUPTIME\tPASTES\tBYTES\tREADY")
 	for _, m := range v.Members {
-		mark := ""
-		if m.Role == "leader" {
-			mark = "*"
-		}
-		cells := []string{mark, m.ID, orDash(m.APIAddr), m.Role, orDash(m.Suffrage), orDash(m.Gossip)}
-		cells = append(cells, memberCells(&m)...)
+		cells := append(memberRow(m.Member, m.Role), memberCells(&m)...)
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
@@ -50,6 +45,31 @@ func printStatus(w io.Writer, v *clusterView) error {
 	return nil
 }
 
+// memberHeader heads the columns that status and members both show, in
+// the cells of memberRow.
+const memberHeader = "\tID\tADDRESS\tROLE\tSUFFRAGE\tGOSSIP"
+
+// memberRow is a member as the asked node knows it, with its role: the
+// leader is marked with *.
+func memberRow(m pastenode.Member, role string) []string {
+	mark := ""
+	if role == "leader" {
+		mark = "*"
+	}
+	return []string{mark, m.ID, orDash(m.APIAddr), role, orDash(m.Suffrage), orDash(m.Gossip)}
+}
+
+// printMembers writes members as status's table does, without what only
+// each member's own answer tells.
+func printMembers(w io.Writer, members []memberJSON) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, memberHeader)
+	for _, m := range members {
+		fmt.Fprintln(tw, strings.Join(memberRow(m.Member, m.Role), "\t"))
+	}
+	return tw.Flush()
+}
+
 // memberCells are the cells a member fills in from its own answer: "-"
 // for one that did not answer.
 func memberCells(m *memberView) []string {
@@ -72,7 +92,7 @@ func memberCells(m *memberView) []string {
 	pastes, size := "-", "-"
 	if m.Store != nil {
 		pastes = strconv.FormatInt(m.Store.Pastes, 10)
-		size = strings.ReplaceAll(pastenode.FormatSize(m.Store.Bytes), " ", "")
+		size = pastenode.FormatSize(m.Store.Bytes)
 	}
 	ready := "yes"
 	if !s.Ready {

@@ -85,9 +85,9 @@ func TestStatusFanOut(t *testing.T) {
 			name: "healthy",
 			code: 0,
 			rows: map[string]string{
-				"*n1": "leader voter alive 100 0 - v1.2.3 1h2m5s 12 3MiB yes",
-				"n2":  "follower voter alive 99 1 21ms v1.2.3 1h2m5s 12 3MiB yes",
-				"n3":  "follower voter alive 100 0 22ms v1.2.3 1h2m5s 12 3MiB yes",
+				"*n1": "leader voter alive 100 0 - v1.2.3 1h2m5s 12 3 MiB yes",
+				"n2":  "follower voter alive 99 1 21ms v1.2.3 1h2m5s 12 3 MiB yes",
+				"n3":  "follower voter alive 100 0 22ms v1.2.3 1h2m5s 12 3 MiB yes",
 			},
 			out: []string{"pastes: 12, bytes: 3145728 (3 MiB)", "term: 3, commit index: 100, leader: n1 (asked n2)"},
 		},
@@ -95,7 +95,7 @@ func TestStatusFanOut(t *testing.T) {
 			name:   "a voter down",
 			down:   []string{"n3"},
 			code:   exitDegraded,
-			rows:   map[string]string{"n3": "follower voter alive - - - - - - - -"},
+			rows:   map[string]string{"n3": "unreachable voter alive - - - - - - - -"},
 			out:    []string{"n3: no answer: "},
 			stderr: "degraded: n3: voter not answering",
 		},
@@ -108,7 +108,7 @@ func TestStatusFanOut(t *testing.T) {
 				}
 			},
 			code: 0,
-			rows: map[string]string{"n3": "follower nonvoter alive - - - - - - - -"},
+			rows: map[string]string{"n3": "unreachable nonvoter alive - - - - - - - -"},
 			out:  []string{"n3: no answer: "},
 		},
 		{
@@ -117,7 +117,7 @@ func TestStatusFanOut(t *testing.T) {
 				sts["n1"].Node.CommitIndex, sts["n1"].Node.AppliedIndex = 5000, 5000
 			},
 			code:   exitDegraded,
-			rows:   map[string]string{"n2": "follower voter alive 99 4901 21ms v1.2.3 1h2m5s 12 3MiB yes"},
+			rows:   map[string]string{"n2": "follower voter alive 99 4901 21ms v1.2.3 1h2m5s 12 3 MiB yes"},
 			stderr: "n2: voter 4901 entries behind",
 		},
 		{
@@ -134,7 +134,7 @@ func TestStatusFanOut(t *testing.T) {
 				sts["n3"].Node.Ready, sts["n3"].Node.ReadyReason = false, "no leader known"
 			},
 			code:   exitDegraded,
-			rows:   map[string]string{"n3": "follower voter alive 100 0 22ms v1.2.3 1h2m5s 12 3MiB no"},
+			rows:   map[string]string{"n3": "follower voter alive 100 0 22ms v1.2.3 1h2m5s 12 3 MiB no"},
 			out:    []string{"n3: not ready: no leader known"},
 			stderr: "n3: voter not ready",
 		},
@@ -158,7 +158,7 @@ func TestStatusFanOut(t *testing.T) {
 				}
 			},
 			code:   1,
-			rows:   map[string]string{"n1": "follower voter alive - - - - - - - -", "n2": "candidate voter alive 99 1 21ms v1.2.3 1h2m5s 12 3MiB yes"},
+			rows:   map[string]string{"n1": "unreachable voter alive - - - - - - - -", "n2": "candidate voter alive 99 1 21ms v1.2.3 1h2m5s 12 3 MiB yes"},
 			out:    []string{"leader: none (asked n2)"},
 			stderr: "pastectl: no leader",
 		},
@@ -218,7 +218,7 @@ func TestStatusJSON(t *testing.T) {
 	if n1.Role != "leader" || !n1.Leader || n1.Status == nil || n1.Status.UptimeS != 3725 || n1.Lag == nil || *n1.Lag != 0 {
 		t.Errorf("n1: %+v", n1)
 	}
-	if n3.Status != nil || n3.Error == "" || n3.Lag != nil {
+	if n3.Status != nil || n3.Error == "" || n3.Lag != nil || n3.Role != "unreachable" {
 		t.Errorf("n3 is down: %+v", n3)
 	}
 }
