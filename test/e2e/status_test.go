@@ -30,8 +30,10 @@ func (b *lockedBuffer) String() string {
 }
 
 // TestStatusShowsEveryNode checks pastectl status against a real 3-node
-// cluster: every member answers for itself, a stopped node shows up as
-// not answering with exit 3, and --watch redraws until interrupted.
+// cluster: every member answers for itself with the version --version
+// prints, a killed node shows up at once as unreachable and not
+// answering with exit 3, in members too, and --watch redraws until
+// interrupted.
 func TestStatusShowsEveryNode(t *testing.T) {
 	nodes := startCluster(t, "st", 3)
 	eventually(t, 20*time.Second, "one leader, all caught up", func() error {
@@ -42,11 +44,12 @@ func TestStatusShowsEveryNode(t *testing.T) {
 		return nil
 	})
 	r := pastectl(t, nodes[1].URL, nil, "status")
+	version := strings.Join(strings.Fields(strings.TrimPrefix(run(t, "pastenode", nil, nil, "--version").stdout, "pastenode version ")), " ")
 	for _, p := range nodes {
 		line := rowOf(r.stdout, p.id)
 		// Every member answered for itself: version, uptime and ready.
-		if !strings.Contains(line, "dev") || !strings.HasSuffix(line, "yes") {
-			t.Errorf("row of %s: %q, want its own answer (version dev, ready yes)\n%s", p.id, line, r.stdout)
+		if !strings.Contains(line, " "+version+" ") || !strings.HasSuffix(line, "yes") {
+			t.Errorf("row of %s: %q, want its own answer (version %s, ready yes)\n%s", p.id, line, version, r.stdout)
 		}
 	}
 
@@ -62,13 +65,23 @@ func TestStatusShowsEveryNode(t *testing.T) {
 			asked = p
 		}
 	}
-	down.stop()
+	down.kill()
+	// The leader's Raft finds it gone within a heartbeat or two, long
+	// before gossip's probes would.
+	eventually(t, 2*time.Second, "members shows the killed node unreachable", func() error {
+		r := pastectl(t, asked.URL, nil, "members")
+		if row := rowOf(r.stdout, down.id); !strings.Contains(row, " unreachable ") {
+			return fmt.Errorf("row %q", row)
+		}
+		return nil
+	})
 	r = pastectl(t, asked.URL, nil, "status")
 	if r.code != 3 || !strings.Contains(r.stderr, "degraded: "+down.id+": voter not answering") {
 		t.Fatalf("status with %s down: exit %d stderr %q, want 3 and the voter not answering\n%s", down.id, r.code, r.stderr, r.stdout)
 	}
-	if row := rowOf(r.stdout, down.id); !strings.HasSuffix(row, "- - - - - - - -") || !strings.Contains(r.stdout, down.id+": no answer: ") {
-		t.Errorf("row of the stopped %s: %q, want dashes and a note why\n%s", down.id, row, r.stdout)
+	if row := rowOf(r.stdout, down.id); !strings.HasSuffix(row, "- - - - - - - -") || !strings.Contains(row, " unreachable ") ||
+		!strings.Contains(r.stdout, down.id+": no answer: ") {
+		t.Errorf("row of the killed %s: %q, want it unreachable, dashes and a note why\n%s", down.id, row, r.stdout)
 	}
 
 	cmd := exec.Command(binary(t, "pastectl"), "--addr", asked.URL, "status", "--watch")
