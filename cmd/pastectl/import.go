@@ -103,6 +103,10 @@ type importSummary struct {
 	Failed   int           `json:"failed"`   // refused by the server
 	Errors   []importError `json:"errors"`
 	Seconds  float64       `json:"seconds"`
+	// Error and Status say why a run failed, with -o json: the one
+	// object on stdout is this summary.
+	Error  string `json:"error,omitempty"`
+	Status int    `json:"status,omitempty"`
 }
 
 type importError struct {
@@ -195,11 +199,22 @@ func (c *cli) importDir(ctx context.Context, cl *client.Client, dir string, jobs
 	}
 	sum := imp.sum
 	sum.Seconds = time.Since(start).Seconds()
-	if perr := c.printImport(sum); err == nil {
-		err = perr
-	}
 	if err == nil && sum.Failed > 0 {
 		err = fmt.Errorf("%d of %d pastes failed", sum.Failed, sum.Pastes)
+	}
+	if err != nil && c.output == "json" {
+		// One object on stdout: the summary says why the run failed.
+		sum.Error = oneLine(err)
+		var ce *client.Error
+		if errors.As(err, &ce) {
+			sum.Status = ce.StatusCode
+		}
+	}
+	if perr := c.printImport(sum); perr != nil && err == nil {
+		err = perr
+	}
+	if err != nil && c.output == "json" {
+		err = shownError{err}
 	}
 	return err
 }

@@ -86,8 +86,8 @@ func TestImport(t *testing.T) {
 	}
 
 	code, sum, stderr := runImport(t, addr, dir, "--jobs", "2")
-	if code != exitFailed || !strings.Contains(stderr, "1 of 5 pastes failed") {
-		t.Errorf("import with a refused paste: exit %d, stderr %q; want 1 saying one failed", code, stderr)
+	if code != exitFailed || sum.Error != "1 of 5 pastes failed" || stderr != "" {
+		t.Errorf("import with a refused paste: exit %d, summary error %q, stderr %q; want 1 saying one failed", code, sum.Error, stderr)
 	}
 	want := importSummary{Dir: dir, Pastes: 5, Imported: 2, Skipped: 1, Expired: 1, Failed: 1}
 	if sum.Pastes != want.Pastes || sum.Imported != want.Imported || sum.Skipped != want.Skipped ||
@@ -158,8 +158,8 @@ func TestImportStops(t *testing.T) {
 		many["pasteNumber"+strconv.Itoa(100+i)] = "x"
 	}
 	code, stdout, stderr := pastectl(t, "", "--addr", addr, "--admin-token", "wrong", "-o", "json", "import", writeDir(t, many), "--jobs", "1")
-	if code != exitFailed || !strings.Contains(stderr, "admin token required") {
-		t.Errorf("wrong admin token: exit %d, stderr %q; want 1 with the server's reason", code, stderr)
+	if code != exitFailed || !strings.Contains(stdout, "admin token required") || !strings.Contains(stdout, `"status": 403`) {
+		t.Errorf("wrong admin token: exit %d, stdout %q, stderr %q; want 1 and the server's reason in the summary", code, stdout, stderr)
 	}
 	f.mu.Lock()
 	tries := f.importTries
