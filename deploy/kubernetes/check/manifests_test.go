@@ -323,7 +323,7 @@ func TestEnvNamesAreFlags(t *testing.T) {
 	}
 	help, _ := exec.Command(bin, "--help").CombinedOutput()
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z][a-z-]*)`).FindAllStringSubmatch(string(help), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+--?([a-z][a-z-]*)`).FindAllStringSubmatch(string(help), -1) {
 		flags["PASTE_"+strings.ToUpper(strings.ReplaceAll(m[1], "-", "_"))] = true
 	}
 	if !flags["PASTE_NODE_ID"] || !flags["PASTE_JOIN"] {
