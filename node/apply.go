@@ -81,8 +81,8 @@ func (n *Node) propose(ctx context.Context, cmd *fsm.Command) (*fsm.Result, erro
 // look up here next. A create does not: a read of its id that misses on
 // this node asks the leader for the read index and applies up to it before
 // it answers (Read, G2), so waiting for this node's own apply only added a
-// round of AppendEntries to every create through a follower: 64 clients
-// there create about a fifth more per second without it (BENCHMARKS.md).
+// round of AppendEntries to every create through a follower, which slowed
+// creates there.
 func waitsForLocalApply(t fsm.Type) bool { return t != fsm.TypeCreate }
 
 // applyOnce applies data, a command of type t, on the leader: here, or by
@@ -371,29 +371,29 @@ func (n *Node) await(f raft.Future) error {
 
 // announceDelay is how long announceCommit waits for an entry that would
 // carry the commit index to the followers before it appends one for that.
+// A write that nothing follows is announced this much later, so it is
+// short; under load the next entry usually comes within it, and then no
+// barrier is needed.
 const announceDelay = time.Millisecond
 
 // announceCommit makes the followers hear soon of everything the leader
 // has committed by now. A follower learns of a commit only from the
 // leader's next AppendEntries, which hashicorp/raft sends for new entries
-// or, with none, after CommitTimeout (15 to 30 ms here). A follower answers
-// a removal it forwarded once it has applied it, a read that misses waits
-// to apply up to the read index (handleReadIndex announces for it), a
-// removal is acknowledged once the read lease holders have applied it,
-// and a node is ready once it has applied what the new leader's barrier
-// committed: each of these waited out that timeout when no other write
-// came (a lone create through a follower, which waited for its own apply
-// then, took 25 ms where one through the leader took 1.2 ms). So when no
-// entry follows within announceDelay, and no other write to announce is
-// still to commit (that one announces itself), the leader appends a
-// barrier, an entry the state machine never sees, whose AppendEntries
-// carries the commit index. From 64 clients creating through a follower of
-// 3 nodes, about 36 barriers a second (2026-12-02). Without the second
-// condition, when followers still waited to apply their creates, the
-// leader appended about 230 a second against 70 with it, and took a sixth
-// fewer creates (BENCHMARKS.md). Since a create's commit is announced only
-// when a read needs it (announces), the same load appends 4 barriers among
-// 2305 entries in 6 s, against 308 among 2601 before (2026-12-04).
+// or, with none, after CommitTimeout. A follower answers a removal it
+// forwarded once it has applied it, a read that misses waits to apply up
+// to the read index (handleReadIndex announces for it), a removal is
+// acknowledged once the read lease holders have applied it, and a node is
+// ready once it has applied what the new leader's barrier committed: each
+// of these would wait out that timeout whenever no other write came. So
+// when no entry follows within announceDelay, and no other write to
+// announce is still to commit (that one announces itself), the leader
+// appends a barrier, an entry the state machine never sees, whose
+// AppendEntries carries the commit index. The second condition keeps a
+// busy leader from appending a barrier, an fsync on every node, after
+// nearly every write. A shorter CommitTimeout would serve an idle cluster
+// too, but at a price paid all the time. A create's commit is announced
+// only when a read needs it (announces), so creates alone append hardly
+// any barriers.
 func (n *Node) announceCommit() {
 	last := n.raft.LastIndex()
 	time.AfterFunc(announceDelay, func() {

@@ -28,23 +28,15 @@ const (
 	// flight, or while one carries a heavy command, which travels alone,
 	// so that sending and writing it does not hold up every small command
 	// queued behind it. Under load, fewer calls in flight make larger
-	// batches, and so fewer appends and fsyncs on every node, and cost
-	// less CPU per command (3-node cluster, wrk -c64 on a follower: 285 µs
-	// of CPU per create with 1 call, 300 µs with 2, 330-400 µs with 4);
-	// but with one call the leader's log append, the followers' and the
-	// reply run one after another, and the cores can idle in between. On
-	// the morning's machine of 2026-12-03 (bench/compare -only creates,
-	// four runs each, alternated): 3.8k creates/s with one call, 4.1k with
-	// a second once 24 pile up, for 298 and 315 µs of CPU per create
-	// (medians); on that afternoon's, three runs each measured alike, and
-	// so did a third call against two on the AMD EPYC from 13:24
-	// (BENCHMARKS.md).
+	// batches, and so fewer appends and fsyncs on every node and less CPU
+	// per command; but with one call the leader's log append, the
+	// followers' and the reply run one after another, and the cores can
+	// idle in between. A second call once commands pile up keeps the
+	// batches large and the pipeline busy; a third bought nothing more.
 	maxForwardCalls = 2
 	// pileUp is how many commands waiting behind a call in flight start a
-	// second one. 24 and 40 measured alike in a scratch build of
-	// 2026-12-02, and 12, 24 and 48 alike on 2026-12-03 (medians of four
-	// alternated runs 1.43x, 1.47x and 1.37x of etcd, within one run's
-	// spread): the value is not tuned beyond that.
+	// second one. Values from 12 to 48 made no difference beyond one
+	// run's spread: the value is not tuned beyond that.
 	pileUp = 24
 	// heavyCommand is the size from which a command is heavy: at 64 KiB,
 	// sending it and writing it to the log take longer than the leader's

@@ -440,10 +440,9 @@ func (n *Node) listen(hlog hclog.Logger) error {
 		// way, the pipeline's goroutines wait on each other for good. The
 		// leader then stops replicating to that follower (its heartbeats
 		// go on, so no election mends it), and Raft's Shutdown never
-		// returns: `make jepsen` saw 3 of 8 SIGTERMs hang so.
-		// Batching already sends a batch per round trip: with 2 or 4
-		// requests in flight, creates through a follower measured no
-		// faster (BENCHMARKS.md, 2026-12-04 from 18:31).
+		// returns: `make jepsen` saw SIGTERMs hang so. Batching already
+		// sends a batch per round trip, and more requests in flight made
+		// creates through a follower no faster.
 		MaxRPCsInFlight: 1,
 	})
 	n.rpc = n.rpcServer()

@@ -51,19 +51,14 @@ func (n *Node) soleVoter() bool {
 
 // snapshotAtClose snapshots at shutdown when that makes the stop and the
 // next start quicker together. A start restores the newest snapshot, then
-// reads and applies the commands logged after it. Measured in the process
-// (a node of about 100k pastes of 1 KiB, wall time): a command of that
-// tail costs about 12 µs to replay (14 µs when each create was an entry of
-// its own), a paste about 1.2 µs to write into the snapshot at the stop
-// and 3 µs to restore. A snapshot now pays once the tail is over about a
-// seventh of the pastes, and a tail of a sixth or more is snapshotted; a
-// shorter one is replayed. Either way a stop and start of 100k pastes
-// then take about half a second at the worst; at a third, the rule
-// before, a tail that just missed it made that about 0.7 s. The tail
-// counts commands, not entries: a batch entry carries many. (On a later
-// machine, snapshots of records, version 3, restore at about 1.7 µs a
-// paste in a starting node: that only moves the point where a snapshot
-// pays towards a shorter tail; the rule was left as it is.)
+// reads and applies the commands logged after it. A snapshot at the stop
+// costs writing every paste once more; without one, the start replays
+// each command of the tail where it would have restored its paste, and a
+// replay costs several times a restore. So a tail of at least
+// 1/snapshotAtCloseShare of the pastes is snapshotted and a shorter one
+// replayed, near where the two cost the same, which keeps a stop and
+// start short either way. The tail counts commands, not entries: a batch
+// entry carries many.
 func (n *Node) snapshotAtClose() {
 	tail := n.fsm.CommandsSinceSnapshot()
 	if pastes, _ := n.fsm.Stats(); tail == 0 || tail < pastes/snapshotAtCloseShare {

@@ -15,17 +15,15 @@ import (
 // snapshot once instead of twice.
 //
 // FileSnapshotStore.Open reads the whole state.bin for its CRC-64 before
-// it hands the file over, and the restore then reads it again: at the start
-// of a node of 100k pastes of 1 KiB of random letters (a snapshot of 107
-// MB), that first pass was a fifth of the CPU of the start (perf,
-// 2026-12-02). The FSM's snapshot formats check
-// themselves as they are read (an S2 stream has a CRC-32C per block, gzip
-// a CRC-32 and the length at its end) and a restore reads to the end, so a
-// damaged state.bin still fails, at its restore instead of its Open; Raft
-// treats both failures alike, trying the next older snapshot. What Open
-// checks here is what costs nothing: that state.bin has the size meta.json
-// gives it, so a truncated file fails at once. Writes, and the CRC-64 they
-// record, stay Raft's.
+// it hands the file over, and the restore then reads it again: for a large
+// store that first pass is a good share of a start's CPU. The FSM's
+// snapshot formats check themselves as they are read (an S2 stream has a
+// CRC-32C per block, gzip a CRC-32 and the length at its end) and a
+// restore reads to the end, so a damaged state.bin still fails, at its
+// restore instead of its Open; Raft treats both failures alike, trying
+// the next older snapshot. What Open checks here is what costs nothing:
+// that state.bin has the size meta.json gives it, so a truncated file
+// fails at once. Writes, and the CRC-64 they record, stay Raft's.
 type snapshotFiles struct {
 	*raft.FileSnapshotStore
 	dir string // the store's snapshots directory

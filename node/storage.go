@@ -37,7 +37,7 @@ var ErrStorageFull = errors.New("insufficient storage")
 // the log's writes take more than the content (bolt's pages, its file
 // growing, a snapshot being written), and only a fresh reading keeps the
 // last creates from reaching a full disk. (Asking on every create was a
-// twentieth of a follower's CPU under load.)
+// visible share of a follower's CPU under load.)
 type storageGuard struct {
 	dir     string
 	reserve int64
