@@ -10,13 +10,13 @@ import (
 
 // The store keeps every paste in memory, and the garbage collector marks
 // whatever the heap holds at every collection. A paste of its own struct,
-// strings and buffers is a dozen pointers to follow: a synthetic heap of
-// 100k pastes took about 23 ms of CPU per collection, and a node serving
+// strings and buffers is a dozen pointers to follow, and a node serving
 // reads collects several times a second. So the pastes live as records in
 // large byte slabs, which hold no pointers and are marked in one step
 // each, and the index holds, per paste, where the record is and the first
-// bytes of its id (tree.go): the same heap took 2.6 ms. Get and
-// Walk hand out a Paste whose fields point into the record.
+// bytes of its id (tree.go): marking the store then costs a small part of
+// what it did. Get and Walk hand out a Paste whose fields point into the
+// record.
 //
 // A record is the paste's fields in a fixed order, written once and never
 // changed: the state that indexes it may still be read while later states
@@ -107,13 +107,11 @@ var adviseSlab = adviseFill
 
 // populateSlab makes a slab that applies fill resident when it is
 // allocated (populate), or is what a test records instead. Writes fill a
-// slab a record at a time, and the first write to each of its pages
-// faulted: on a benchmark machine of 2026-12-04 (a virtual machine whose
-// host backs a page at its first write) a page cost 10-11 µs that way,
-// and 5.4 µs populated (0.6 µs for the advice, 4.8 µs for the host at the
-// first write), so that a create of 1 KiB cost about 2 µs less on every
-// node (BENCHMARKS.md). The price is that the current slab is resident
-// whole from its first record: at most slabSize more.
+// slab a record at a time, and the first write to each of its pages would
+// fault: a fault per page costs more than populating the slab in one call,
+// most on a virtual machine whose host backs a page at its first write,
+// and every node pays it for every create. The price is that the current
+// slab is resident whole from its first record: at most slabSize more.
 var populateSlab = populate
 
 // hugeSlabs has adviseFill prepare the slabs allocated from now on (huge
@@ -137,13 +135,12 @@ func (a *arena) hugeSlabs(on bool) {
 }
 
 // restoreSlab returns the next slab of a restore, prepared by adviseFill
-// and written to once in every page, and starts to prepare the one after
-// it on a goroutine of its own. Even populated, a page cost the host 4.8
-// µs at the process's first write to it on a benchmark machine of
-// 2026-12-04 (a virtual machine): some 130 ms for the 27k pages of a
-// restore of 100k pastes of 1 KiB, by that figure. The restore fills one
-// slab while the next is prepared on the other core (BENCHMARKS.md). The
-// slab prepared last is one its records do not need: hugeSlabs(false)
+// and written to once in every page, and starts to prepare the one after it
+// on a goroutine of its own. Even populated, a page may cost the host work
+// at the process's first write to it (a virtual machine's host backs it
+// then), which would fall on the one goroutine that decodes the snapshot;
+// so the restore fills one slab while the next is prepared on another core.
+// The slab prepared last is one its records do not need: hugeSlabs(false)
 // takes back its advice and drops it for the collector.
 func (a *arena) restoreSlab() []byte {
 	var b []byte

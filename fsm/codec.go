@@ -8,17 +8,16 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// A log entry is the msgpack map that msgpack.Marshal makes of a Command
-// by reflection: its fields in the order declared, under their tags,
-// the empty ones of omitempty left out, integers at their fixed widths.
-// Encoding and decoding entries by reflection was about 8% of a cluster's CPU
-// under creates, where every node decodes every entry and the leader
-// each forwarded command once more. appendCommand makes the same bytes
-// without reflection, and decodeCommand reads back exactly the shapes
-// appendCommand makes; any other input (another encoder's integer
-// widths, a key unknown or repeated, trailing bytes) is left to
-// msgpack.Unmarshal, as before, so that every node of every version
-// reads every entry the same way.
+// A log entry is the msgpack map that msgpack.Marshal makes of a Command by
+// reflection: its fields in the order declared, under their tags, the empty
+// ones of omitempty left out, integers at their fixed widths. Encoding and
+// decoding entries by reflection was a visible share of a cluster's CPU
+// under creates, where every node decodes every entry and the leader each
+// forwarded command once more. appendCommand makes the same bytes without
+// reflection, and decodeCommand reads back exactly the shapes appendCommand
+// makes; any other input (another encoder's integer widths, a key unknown
+// or repeated, trailing bytes) is left to msgpack.Unmarshal, as before, so
+// that every node of every version reads every entry the same way.
 //
 // decodeCommand does not copy the bins it reads: a Command's Content,
 // TokenHash and Batch are slices of the entry. A log entry does not

@@ -366,7 +366,7 @@ func (t *txn) create(c *Command) *Result {
 	}
 	// Stored first and taken back if the id was taken, which is rare: a
 	// lookup first costs each create a second descent of the index, and
-	// applying creates about a tenth more time (BenchmarkApplyCreate).
+	// applying creates more time (BenchmarkApplyCreate).
 	r := t.arena.put(p)
 	if old, taken := t.pastes.insert(r); taken {
 		t.pastes.set(old)

@@ -18,9 +18,8 @@ const hugePage = 2 << 20
 // transparent huge pages, where it allows that on request
 // (/sys/kernel/mm/transparent_hugepage/enabled set to madvise, as Debian's
 // is, or always), or, with on false, no longer to. A restore fills its
-// slabs at once, and a page fault per 4 KiB was most of its time on a
-// virtual machine here: 100 MB of slabs took 25k faults, and a huge page
-// takes one fault for 2 MiB (BENCHMARKS.md). It does nothing where the
+// slabs at once, and a page fault per 4 KiB can be most of its time,
+// where a huge page takes one fault for 2 MiB. It does nothing where the
 // kernel reports its free memory to the hypervisor (hugePagesPay).
 func adviseHuge(b []byte, on bool) {
 	if hugePagesPay() {
@@ -31,11 +30,9 @@ func adviseHuge(b []byte, on bool) {
 // adviseFill prepares a slab that a restore is about to fill at once, or,
 // with on false, takes back the huge page advice it gave: huge pages where
 // they pay (adviseHuge), then every page of b made resident in one call
-// (MADV_POPULATE_WRITE) rather than by a fault at the first write to each.
-// Faults cost most on a virtual machine: on a Firecracker one with free
-// page reporting, 32 slabs took 340-400 ms to fill by faults and 170-200
-// ms populated first (2026-12-03, BENCHMARKS.md). A kernel before 5.14
-// refuses the advice, and the faults happen as before.
+// (MADV_POPULATE_WRITE) rather than by a fault at the first write to each,
+// which costs less than the faults, most on a virtual machine. A kernel
+// before 5.14 refuses the advice, and the faults happen as before.
 func adviseFill(b []byte, on bool) {
 	adviseHuge(b, on)
 	if on {
@@ -76,13 +73,11 @@ func wholePages(b []byte, size uintptr) []byte {
 
 // hugePagesPay reports whether a restore's slabs should get huge pages: not
 // where the kernel hands free memory back to the hypervisor (free page
-// reporting, virtio-balloon's, as on Firecracker). It reports free blocks
-// of 2 MiB, the ones a huge page is taken from, and the host drops their
-// memory, so that the first write to a huge page faults on the host page
-// by page. On such a machine the restore of a node's first start after a
-// stop (100k pastes of 1 KiB) took 235-325 ms with huge pages and 141-176
-// ms without them (four runs each, 2026-12-02); on one without reporting,
-// huge pages halved it (BENCHMARKS.md).
+// reporting, as virtio-balloon does). It reports free blocks of 2 MiB, the
+// ones a huge page is taken from, and the host drops their memory, so
+// that the first write to a huge page faults on the host page by page:
+// there a restore is slower with huge pages than without them, while
+// elsewhere they make it quicker.
 var hugePagesPay = sync.OnceValue(func() bool {
 	return !freePagesReported("/sys/module/page_reporting/parameters/reported_kib")
 })

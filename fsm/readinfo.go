@@ -77,7 +77,7 @@ func (p *Paste) Seal() {
 // AppendFormat with httpTime does. Every paste an apply adds, or a restore
 // of a snapshot of version 1 or 2, formats one or two (version 3 keeps
 // them formatted), and AppendFormat, which parses its layout each time,
-// was a twelfth of such a restore's CPU; this writes the one layout
+// was a visible share of such a restore's CPU; this writes the one layout
 // directly.
 func httpDate(b []byte, t int64) []byte {
 	tm := time.Unix(0, t).UTC()

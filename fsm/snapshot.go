@@ -26,13 +26,9 @@ import (
 // (encodePasteRecord); version 1 is gzip (CRC-32) of pastes encoded as in
 // the log. A change to the record layout needs a new version. A node
 // writes a snapshot at a clean stop and restores it at the next start, so
-// both directions count. S2 has no entropy coding,
-// and is the quicker for it: measured on this machine, 100k pastes of 1
-// KiB of base64 take 109 MB in S2 against 85 MB in zstd (its fastest
-// level, the other candidate), and 32 MiB of Go source keep 26%
-// of their bytes against 18%; but S2 wrote that source in 109 ms and read
-// it in 40 ms where zstd took 165 and 62, and a whole snapshot (records
-// included) is written 5 times and restored 3.5 times as fast. Disk is
+// both directions count. S2 has no entropy coding, and is the quicker for
+// it: its snapshots are larger than zstd's at its fastest level, the other
+// candidate, but written and restored several times as fast, and disk is
 // cheaper than a restart. Version 1 is still read, and written while a
 // member of protocol 1 may receive the snapshot.
 const (
@@ -286,7 +282,7 @@ func decodeRecords(dec *msgpack.Decoder, n int, tx *txn) error {
 
 // decodePasteFields reads the n pastes of a snapshot of version 1 or 2,
 // whose fields a goroutine decodes while this one stores and indexes them,
-// so that decoding, about two thirds of the work, has a core to itself.
+// so that decoding, most of the work, has a core to itself.
 func decodePasteFields(dec *msgpack.Decoder, version byte, n int, tx *txn) error {
 	batches := make(chan []*Paste, 4)
 	free := make(chan []*Paste, restoreBuffers)
@@ -308,10 +304,10 @@ func decodePasteFields(dec *msgpack.Decoder, version byte, n int, tx *txn) error
 
 // restoreBatch is how many decoded pastes decodePastes hands over at once.
 // restoreBuffers is how many batches a restore decodes into, reusing each
-// once its pastes are stored: a start of 81k pastes of 1 KiB otherwise
-// allocated 90 MB of contents only to copy them into the arena, in memory
-// new to the process (the start's headroom holds the collector back),
-// which the kernel had to fault in 4 KiB at a time.
+// once its pastes are stored: otherwise a start allocates every paste's
+// content once more only to copy it into the arena, in memory new to the
+// process (the start's headroom holds the collector back), which the
+// kernel faults in a page at a time.
 const (
 	restoreBatch   = 256
 	restoreBuffers = 8

@@ -10,11 +10,9 @@ import (
 // items, so an index costs a few bytes per item beyond the item itself,
 // and a change copies 4 or 5 nodes of at most 31 items at 100k items.
 // Ids are random, so each create of a batch copies a leaf and its parent
-// of its own: with 32 (up to 63 items), a batch of 16 creates into a store
-// of 100k allocated 148 KB rather than 122 KB (BenchmarkApplyCreate),
-// which the collector pays on every node, for the same time per create,
-// the same lookups (about 1.2 µs either way, mostly cache misses) and 5
-// bytes less per paste.
+// of its own: with 32 (up to 63 items) those copies are larger, which the
+// collector pays on every node, for no quicker creates or lookups (mostly
+// cache misses either way) and a few bytes less per paste.
 const treeDegree = 16
 
 // keyed is an item of an idTree: a value under a string id.
