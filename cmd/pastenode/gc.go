@@ -18,25 +18,17 @@ import (
 // MiB, instead of doubling. The runtime also keeps about a twentieth over
 // its heap goal from the OS, so a headroom counts about 1.05 times.
 //
-// The price is collector CPU, which a store's writes pay. It was large
-// while each paste was a handful of objects that every collection
-// marked: 100k creates of 1 KiB from 32 clients on one node took 13.2 s
-// of process CPU with a 32 MiB floor (102 collections) and 16.1 s with
-// the 16 MiB floor (209 collections), and a 3-node cluster took creates
-// through a follower about a sixth slower. Since the pastes live in
+// The price is collector CPU, which a store's writes pay: the smaller the
+// headroom, the more often a busy node collects. The pastes live in
 // pointer-free slabs (fsm/arena.go), which a collection marks in one step
-// each, the same load takes 8.0 and 7.8 s with the 16 MiB floor against
-// 7.6 and 7.2 s with 32 MiB, for 190 and 184 MiB RSS against 202 and
-// 193 MiB. Beyond 128 MiB live the eighth applies and the floor no
-// longer matters. A floor that tapers with the live heap did not help
-// (measured before the slabs): 48 MiB less a quarter of it made the
-// creates row 1.11x etcd rather than 0.96x, but a node with 10k pastes
-// then needed 88 MiB, over the memory row's 1.5x content + 64 MiB for
-// that size; 32 MiB less an eighth fitted and did not move the row
-// (BENCHMARKS.md). Measured again with the slabs (2026-12-04): a 32 MiB
-// floor took a 3-node cluster's creates a tenth faster, and a node of 10k
-// or 30k pastes over 1.5x its content + 64 MiB right after its load (89
-// and 113 MiB). GOGC=100 in the environment restores the default.
+// each, so a collection is cheap, but a larger floor still takes more
+// creates. It also takes more memory, and a node with few pastes has the
+// least to spare: the memory row of make bench allows 1.5 times the
+// content plus 64 MiB, which a 32 MiB floor overshoots for small nodes
+// right after their load. A floor that tapers as the live heap grows did
+// not escape that trade-off. Beyond 128 MiB live the eighth applies and
+// the floor no longer matters. The figures are in BENCHMARKS.md,
+// gcHeadroom. GOGC=100 in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
@@ -46,24 +38,21 @@ const (
 	// frequent rather than let garbage push the node out of memory.
 	gcMemoryShare = 0.75
 	// gcExportHeadroom is the headroom an export adds while it builds.
-	// An export of 100k pastes allocates about 760 MB of short-lived
-	// buffers; with an eighth of a 150 MB store as headroom the node
-	// collected about 40 times, each marking the whole store: a fifth of
-	// the export's CPU (4.5 s rather than 3.6 s here). With 128 MiB more
-	// it collects about 6 times. Since the store is cheap to mark it
-	// still pays: 2.2 and 2.1 s rather than 2.6 and 2.5 s without. The node's heap may grow by up to this
-	// much while exports build, however many (less on a heap under 14
-	// MiB, where GOGC stays at gcMaxPercent; the soft memory limit, where
-	// the node knows its memory, still holds), and the runtime gives it
-	// back to the OS in the minutes after.
+	// An export allocates several times the store's size in short-lived
+	// buffers, and with the usual headroom the node would collect dozens
+	// of times during one, each collection marking the whole store. The
+	// node's heap may grow by up to this much while exports build,
+	// however many (less on a heap under 14 MiB, where GOGC stays at
+	// gcMaxPercent; the soft memory limit, where the node knows its
+	// memory, still holds), and the runtime gives it back to the OS in
+	// the minutes after.
 	gcExportHeadroom = 128 << 20
 	// startHeadroomFor bounds how long a start holds gcExportHeadroom
 	// while it restores the snapshot and replays the log, until the node
-	// has caught up (serve). A start of 96k pastes of 1 KiB collected 17
-	// or 18 times before it was ready, each marking a growing store, and
-	// 3 or 4 times with the headroom: ready in 329 ms rather than 372 ms
-	// (medians of 5 starts each). The heap it leaves goes back to the OS
-	// in the minutes after, as an export's does.
+	// has caught up (serve): a start stores every paste anew, and with
+	// the usual headroom it would collect many times before it is ready,
+	// each collection marking a growing store. The heap it leaves goes
+	// back to the OS in the minutes after, as an export's does.
 	startHeadroomFor = time.Minute
 )
 
@@ -166,7 +155,7 @@ func (t *gcTuner) hold() (release func()) {
 // plus extra: 16 MiB from 1.6 MiB live (below, GOGC stays at
 // gcMaxPercent) up to 128 MiB live, then an eighth, GOGC 12. A small node
 // thus collects every 16 MiB allocated, not at the runtime's 4 MiB floor,
-// where the collector took about 1 µs of each raw read.
+// which under reads would collect many times a second.
 func gcPercent(live, extra uint64) int {
 	live = max(live, 1)
 	headroom := max(gcHeadroom, live/gcHeadroomShare) + extra

@@ -78,7 +78,7 @@ func runMirror(ctx context.Context, c *mirrorConfig, log *slog.Logger) error {
 // The mirror's garbage collector settings, unless GOGC says otherwise. Its
 // heap is small (the archive is mapped, not read in), so at GOGC=100 the
 // collector would run every 4 MB of garbage, dozens of times a second
-// under load, and it took a sixth of a raw read's CPU. Five times the live
+// under load, a large share of a raw read's CPU. Five times the live
 // heap costs a few MB; the memory limit (unless GOMEMLIMIT sets one) keeps
 // a heap of many prepared answers from growing five times over.
 const (
