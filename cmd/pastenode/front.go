@@ -17,18 +17,18 @@ import (
 )
 
 // front serves a node's plain HTTP connections on fasthttp, on which a raw
-// read costs the node about 40% less CPU than on net/http (BENCHMARKS.md),
-// without moving the API off net/http. A connection whose first request starts as
-// one fast may answer (the API's plain raw reads and creates:
-// api.Server.ServeFast, api.Server.FastStarts) goes to the fasthttp server,
-// and every other to slow, net/http's server of the whole API, at once
-// (route). On fasthttp, each request fast answers is answered there; at the
-// first it does not, the connection is handed to slow, that request
-// included, for the rest of its life (handOff). So everything else (pages,
-// errors, conditional answers, chunked or oversized bodies, the export's
-// progress answers) is served by net/http exactly as it is without a
-// front, and a client that only reads raw bytes or creates (curl, a
-// script, a cache) never leaves fasthttp.
+// read costs the node much less CPU than on net/http, without moving the
+// API off net/http. It routes each connection by the first bytes of its
+// first request (route): one that starts like a request fast may answer
+// (the API's plain raw reads and creates: api.Server.ServeFast,
+// api.Server.FastStarts) goes to the fasthttp server, every other at once
+// to slow, net/http's server of the whole API. On fasthttp, fast answers
+// each request it can; at the first it cannot, the connection is handed to
+// slow, that request included, for the rest of its life (handOff). So
+// everything else (pages, errors, conditional answers, chunked or
+// oversized bodies, the export's progress answers) is served by net/http
+// exactly as it is without a front, and a client that only reads raw
+// bytes or creates (curl, a script, a cache) never leaves fasthttp.
 type front struct {
 	fast *fasthttp.Server
 	slow *http.Server
@@ -45,10 +45,14 @@ type front struct {
 	header time.Duration
 }
 
-// newFront returns the front of slow, answering what fast answers, with
-// l's limits. The fasthttp server reads only the headers of a request
-// before the handoff: a body is left on the connection (StreamRequestBody)
-// for net/http to read within its own limits.
+// newFront returns a front for slow, net/http's server of the whole API. A
+// connection that starts with one of fastStarts goes to a fasthttp server
+// within l's limits, where fast answers each request it takes (it reports
+// whether it did) and the first it does not take hands the connection to
+// slow; every other connection goes to slow at once. The fasthttp server
+// reads only the headers of a request before the handoff: a body is left
+// on the connection (StreamRequestBody) for net/http to read within its
+// own limits.
 func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) bool, fastStarts []string, log *slog.Logger) *front {
 	f := &front{slow: slow, fastConns: newHandoffListener(), handoff: newHandoffListener(), header: l.header}
 	for _, s := range fastStarts {
