@@ -41,7 +41,7 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 // server returns an HTTP server for h within l. Of net/http's timeouts it
 // uses only those it needs on every request anyway (headers, idle): its
 // ReadTimeout and WriteTimeout would set two more deadlines on every
-// request, about 4% of a raw read's CPU, to limit what reads hardly have.
+// request, a timer each, to limit what reads hardly have.
 // The body's limit is set by the requests that have one (withBodyDeadline)
 // and a stalled client is cut off by its socket (listen); where the socket
 // cannot do that, and over TLS (withTLS), WriteTimeout limits every answer

@@ -276,14 +276,14 @@ func exportRaftMetrics(reg prometheus.Registerer) error {
 	return err
 }
 
-// raftBlocked are the prefixes of the Raft metrics a node does not
-// export. raft.net is the transport's four timings of every RPC it
-// serves (reading its type, decoding it, waiting for the Raft loop,
-// answering): each is a summary whose every sample takes a lock and
-// updates its quantile streams, and under creates through a follower
-// those samples were 6% of a follower's CPU. Raft's own timing of the
-// same RPCs (raft.rpc.appendEntries and its storeLogs and processLogs)
-// and thread_main_saturation still tell how busy a follower is.
+// raftBlocked are the prefixes of the Raft metrics a node does not export.
+// raft.net is the transport's four timings of every RPC it serves (reading
+// its type, decoding it, waiting for the Raft loop, answering): each is a
+// summary whose every sample takes a lock and updates its quantile streams,
+// and under creates through a follower those samples were a visible share
+// of a follower's CPU. Raft's own timing of the same RPCs
+// (raft.rpc.appendEntries and its storeLogs and processLogs) and
+// thread_main_saturation still tell how busy a follower is.
 var raftBlocked = []string{"raft.net."}
 
 func portOf(addr string) string {
