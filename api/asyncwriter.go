@@ -8,7 +8,7 @@ import (
 // asyncWriter passes what is written to it on to w from a goroutine of
 // its own, so that the goroutine that writes goes on while the last
 // write is sent. An export's writer is the one goroutine of the export
-// that cannot be spread over the CPUs, and a third of its time was the
+// that cannot be spread over the CPUs, and much of its time went to the
 // system calls that send the archive.
 //
 // Write copies p, in pieces of at most the buffers' size, queues them

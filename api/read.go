@@ -56,7 +56,7 @@ func (s *Server) renderIndex(w http.ResponseWriter, d ui.IndexData) {
 // and create routes have (their security headers and metrics included):
 // gorilla/mux would match the route's regexp (for a create, those of the
 // fifteen routes before it too) and copy the request twice to carry its
-// variables and route, a sixth of a read's CPU. Every other request,
+// variables and route, a large share of a read's CPU. Every other request,
 // another method on /raw/{id} included (a 405), goes to the router.
 func (s *Server) hotFirst() http.Handler {
 	raw := s.router.Get("raw").GetHandler()
