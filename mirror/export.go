@@ -142,7 +142,7 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// One worker more than CPUs: this goroutine, which writes, and the
-	// walker often wait, and with a worker per CPU the CPUs idled 15% of
+	// walker often wait, and with a worker per CPU the CPUs idled part of
 	// an export.
 	workers := runtime.GOMAXPROCS(0) + 1
 	jobs := make(chan *exportJob)
