@@ -62,8 +62,8 @@ func startArchive(cw *Writer) (*ArchiveWriter, error) {
 }
 
 // Reserve makes room for files more paths, so that an archive whose size
-// the caller knows does not grow its index of paths step by step: an
-// export of 100k pastes spent 3% of its CPU growing that map. It may be
+// the caller knows does not grow its index of paths step by step, on the
+// one goroutine of an export that cannot be spread over the CPUs. It may be
 // called at any time; a count that turns out wrong costs only memory or
 // the growing it would have saved.
 func (a *ArchiveWriter) Reserve(files int) {
@@ -361,16 +361,16 @@ type Compressor struct{ zw *gzip.Writer }
 // NewCompressor returns a Compressor.
 //
 // Its writer is klauspost/compress's: an export compresses every page and
-// paste, and the standard library's writer at its best level spent more
-// than half of an export's time there, mostly resetting its state for
-// each small body. At levels 4 and 5 klauspost's output is within a few percent
-// of that size, several times faster, and it stores what does not
-// compress without trying hard.
+// paste, and the standard library's writer at its best level spent most
+// of an export's time there, mostly resetting its state for each small
+// body. At levels 4 and 5 klauspost's output is within a few percent of
+// that size, several times faster, and it stores what does not compress
+// without trying hard.
 //
-// The level is 4: its LZ pass was a quarter of an export's CPU at level 5.
-// At level 4 an export of 100k pastes took 2.96 s rather than 3.25 s
-// here, for output 2% larger on Go source and 0.6% on a page of base64
-// text (level 3: 2.85 s, 6% larger on Go source than level 5).
+// The level is 4: an export is bound by its CPU, and level 4 is quicker
+// than 5 for output a few percent larger. Level 3 costs more in size than
+// it saves in time, and below it many small pages no longer shrink enough
+// to be stored compressed.
 func NewCompressor() *Compressor {
 	zw, _ := gzip.NewWriterLevel(nil, 4) // the level is valid
 	return &Compressor{zw: zw}
