@@ -29,8 +29,8 @@ const (
 //
 // The lines are those of chroma.SplitTokensIntoLines, cut here as they are
 // written rather than first collected as a slice of tokens per line: an
-// export renders every paste, and those slices were a third of the
-// garbage of a plain one.
+// export renders every paste, and those slices were much of the garbage
+// of a plain one.
 func renderLines(tokens []chroma.Token, size int) (template.HTML, int) {
 	newlines := 0
 	for _, tok := range tokens {

@@ -11,14 +11,13 @@ import (
 	"unicode/utf8"
 )
 
-// The paste page of a common paste is written from a skeleton: the page
-// the template renders with a marker in place of each per-paste value,
-// split at the markers. Filling it in writes the same bytes as the
-// template, without html/template's reflection, which cost an export more
-// than a third of its time. A value goes in only when no escaper of its
-// context would change it (see fitsID and fitsText), and New checks that
-// the template leaves such values as they are; any other paste takes the
-// template.
+// The paste page of a common paste is written from a skeleton: the page the
+// template renders with a marker in place of each per-paste value, split at
+// the markers. Filling it in writes the same bytes as the template, without
+// html/template's reflection, which cost an export much of its time. A
+// value goes in only when no escaper of its context would change it (see
+// fitsID and fitsText), and New checks that the template leaves such values
+// as they are; any other paste takes the template.
 
 // slot is a per-paste value of the paste page, an index into slotValues.
 type slot int

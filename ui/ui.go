@@ -258,9 +258,9 @@ type pasteView struct {
 }
 
 // Paste writes the view of a paste. now is the time that relative times
-// are measured from; a mirror's pages show fixed times instead, so that
-// what an export stores stays true and the page of a paste is the same
-// in every export.
+// count from; a mirror's pages show fixed times instead, so that what an
+// export stores stays true and the page of a paste is the same in every
+// export.
 func (u *UI) Paste(w io.Writer, p Paste, now time.Time) error {
 	_, err := u.RenderPaste(w, p, now)
 	return err
