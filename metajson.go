@@ -8,11 +8,11 @@ import (
 
 // AppendJSON appends m as the API sends it: the bytes of an encoding/json
 // Encoder with a two-space indent, its final newline included. An export
-// writes one such document for every paste, and Encode's reflection was
-// a twentieth of its CPU; the common case is written here directly, and
+// writes one such document for every paste, and Encode's reflection was a
+// visible share of its CPU; the common case is written here directly, and
 // anything else (a string that needs escaping, a time that JSON cannot
-// hold) goes through encoding/json, so the bytes, and the error, are
-// always encoding/json's.
+// hold) goes through encoding/json, so the bytes, and the error, are always
+// encoding/json's.
 func (m Meta) AppendJSON(b []byte) ([]byte, error) {
 	if !plainJSON(m) {
 		out, err := json.MarshalIndent(m, "", "  ")
