@@ -20,15 +20,15 @@ import (
 // read costs the node much less CPU than on net/http, without moving the
 // API off net/http. It routes each connection by the first bytes of its
 // first request (route): one that starts like a request fast may answer
-// (the API's plain raw reads and creates: api.Server.ServeFast,
-// api.Server.FastStarts) goes to the fasthttp server, every other at once
-// to slow, net/http's server of the whole API. On fasthttp, fast answers
-// each request it can; at the first it cannot, the connection is handed to
-// slow, that request included, for the rest of its life (handOff). So
-// everything else (pages, errors, conditional answers, chunked or
-// oversized bodies, the export's progress answers) is served by net/http
-// exactly as it is without a front, and a client that only reads raw
-// bytes or creates (curl, a script, a cache) never leaves fasthttp.
+// (the API's plain raw reads: api.Server.ServeFast, api.Server.FastStarts)
+// goes to the fasthttp server, every other at once to slow, net/http's
+// server of the whole API. On fasthttp, fast answers each request it can;
+// at the first it cannot, the connection is handed to slow, that request
+// included, for the rest of its life (handOff). So everything else
+// (creates, pages, errors, conditional answers, the export's progress
+// answers) is served by net/http exactly as it is without a front, and a
+// client that only reads raw bytes (curl, a script, a cache) never leaves
+// fasthttp.
 type front struct {
 	fast *fasthttp.Server
 	slow *http.Server
@@ -37,10 +37,8 @@ type front struct {
 	// fastOpen counts the connections given to the fast server until they
 	// close, handed off or not.
 	fastOpen connCounter
-	// fastStarts are the first bytes of the requests fast may answer, and
-	// peek how many of a connection's first bytes route reads at most.
+	// fastStarts are the first bytes of the requests fast may answer.
 	fastStarts [][]byte
-	peek       int
 	// header is how long a new connection has to send its first bytes.
 	header time.Duration
 }
@@ -57,7 +55,6 @@ func (l httpLimits) newFront(slow *http.Server, fast func(*fasthttp.RequestCtx) 
 	f := &front{slow: slow, fastConns: newHandoffListener(), handoff: newHandoffListener(), header: l.header}
 	for _, s := range fastStarts {
 		f.fastStarts = append(f.fastStarts, []byte(s))
-		f.peek = max(f.peek, len(s))
 	}
 	f.fast = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
