@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -96,16 +97,29 @@ func (n *Node) ClusterID() string {
 // IsAdminToken reports whether token is the cluster's admin token. A node
 // whose cluster has none yet (no cluster yet, or one made by an older
 // version) accepts the token in its data dir instead.
+//
+// A node that made a token of its own at this start accepts it until it
+// holds the cluster's, a moment after it joined, so that its data dir
+// works for pastectl from the moment the node is up. A token it was given
+// (the cluster's, maybe since rotated) counts only while it is the
+// cluster's.
 func (n *Node) IsAdminToken(token string) bool {
 	if token == "" {
 		return false
 	}
 	if n.fsm.HasAdminToken() {
-		return n.fsm.IsAdminToken(token)
+		if n.fsm.IsAdminToken(token) {
+			return true
+		}
+		own := n.ownToken.Load()
+		return own != nil && n.needsAdminToken() && sameToken(*own, token)
 	}
 	local := n.adminToken.Load()
-	return local != nil && *local == token
+	return local != nil && sameToken(*local, token)
 }
+
+// sameToken compares two tokens in constant time.
+func sameToken(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // AdminTokenFile is where this node keeps the cluster's admin token.
 func (n *Node) AdminTokenFile() string { return filepath.Join(n.cfg.DataDir, adminTokenFile) }
@@ -127,7 +141,9 @@ func (n *Node) loadIdentity() error {
 		// A node not yet in a cluster needs a token of its own, so that an
 		// operator can tell it to join one (pastectl --data-dir DIR join);
 		// once it is in a cluster, the cluster's token replaces it.
-		token, err = writeAdminToken(n.AdminTokenFile(), newAdminToken())
+		if token, err = writeAdminToken(n.AdminTokenFile(), newAdminToken()); err == nil {
+			n.ownToken.Store(&token)
+		}
 	}
 	switch {
 	case err == nil:
@@ -346,14 +362,18 @@ func (n *Node) handleAdminToken(w http.ResponseWriter, r *http.Request) {
 
 // saveAdminToken writes token to this node's token file (0600) unless it
 // holds it already, and remembers it.
+//
+// From then on the token the node made for itself no longer counts
+// (IsAdminToken), even where it was the one that became the cluster's,
+// so that a rotation retires it too.
 func (n *Node) saveAdminToken(token string) error {
-	if t := n.adminToken.Load(); t != nil && *t == token {
-		return nil
+	if t := n.adminToken.Load(); t == nil || *t != token {
+		if err := writeFileAtomic(n.AdminTokenFile(), []byte(token+"\n")); err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		n.adminToken.Store(&token)
 	}
-	if err := writeFileAtomic(n.AdminTokenFile(), []byte(token+"\n")); err != nil {
-		return fmt.Errorf("admin token: %w", err)
-	}
-	n.adminToken.Store(&token)
+	n.ownToken.Store(nil)
 	return nil
 }
 

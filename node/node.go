@@ -264,6 +264,7 @@ type Node struct {
 	// The cluster's identity as this node knows it (identity.go).
 	fileCluster atomic.Pointer[string] // the cluster id in the data dir
 	adminToken  atomic.Pointer[string] // this node's copy of the admin token
+	ownToken    atomic.Pointer[string] // the token it made at this start, if it made one
 	removal     atomic.Int32           // inCluster, removedMarked or rejoining
 	removedCh   chan struct{}          // closed when an operator removed this node
 	abstain     atomic.Bool            // refuse votes: state lost, not caught up (raftTransport)
