@@ -10,7 +10,8 @@ import (
 // on meanwhile: the state it writes is immutable.
 func (f *FSM) WriteSnapshot(w io.Writer) (uint64, error) {
 	sn := f.capture()
-	if err := sn.write(w); err != nil {
+	defer sn.Release()
+	if err := sn.writeTo(w, ""); err != nil {
 		return 0, fmt.Errorf("write snapshot: %w", err)
 	}
 	return sn.s.index, nil
@@ -28,7 +29,7 @@ type SnapshotInfo struct {
 // describes it. It returns an error wrapping ErrSnapshot when Restore would
 // refuse it.
 func InspectSnapshot(r io.Reader) (SnapshotInfo, error) {
-	s, err := readSnapshot(r)
+	s, err := readSnapshot(r, &segments{discard: true})
 	if err != nil {
 		return SnapshotInfo{}, err
 	}

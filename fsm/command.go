@@ -111,7 +111,10 @@ type Paste struct {
 	TokenHash []byte `msgpack:"th"`
 	RequestID string `msgpack:"r,omitempty"`
 
-	info ReadInfo // set by Seal, or when the store hands the paste out; never encoded
+	// Text reports whether Content is valid UTF-8. The store sets it on
+	// the pastes it hands out (and Seal on one built by hand); it is never
+	// encoded.
+	Text bool `msgpack:"-"`
 }
 
 // Expired reports whether p is past its expiry at now (Unix nanoseconds).

@@ -16,7 +16,7 @@ import (
 // indexes, compactions included (run with -race too).
 func TestViewsStayUnchangedWhileApplying(t *testing.T) {
 	l := newLog(t)
-	const n = 3000 // of 4 KiB: several slabs, which the deletes leave two thirds empty
+	const n = 3000 // of 4 KiB, sealed every 300: segments the deletes leave two thirds empty
 	pad := strings.Repeat(".", 4096)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -52,14 +52,18 @@ func TestViewsStayUnchangedWhileApplying(t *testing.T) {
 		if _, ok := l.f.Get(id, now); ok == (i%3 != 0) {
 			t.Fatalf("paste %s: present %v after its apply", id, ok)
 		}
+		if i%300 == 299 {
+			sn, _ := l.f.Snapshot()
+			sn.Release()
+		}
 	}
 	stop.Store(true)
 	wg.Wait()
-	// The deletes left slabs two thirds empty: each was compacted.
+	// The deletes left segments two thirds empty: each was compacted.
 	st := l.f.cur.Load()
-	st.pastes.ascend(func(id string, r ref) bool {
-		if r.s != st.arena.cur && r.s.live*2 < r.s.used {
-			t.Fatalf("paste %s is in a slab %d of %d bytes live, never compacted", id, r.s.live, r.s.used)
+	st.pastes.ascend(func(id string, it pasteItem) bool {
+		if s := it.r.s; s != st.arena.cur && s.live*2 < s.size {
+			t.Fatalf("paste %s is in a segment %d of %d bytes live, never compacted", id, s.live, s.size)
 		}
 		return true
 	})

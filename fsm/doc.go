@@ -3,10 +3,12 @@
 // an operator removed. Every change arrives as a Command in the Raft log;
 // package node builds them.
 //
-// The FSM is deterministic. It reads no clock, draws no random numbers and
-// does no I/O while applying: every time value travels inside the command
-// (Command.Now), stamped by the node that proposed it. Two FSMs fed the same
-// log end in the same state, byte for byte in their snapshots.
+// The FSM is deterministic. It reads no clock and draws no random numbers:
+// every time value travels inside the command (Command.Now), stamped by the
+// node that proposed it. Two FSMs fed the same log hold the same pastes,
+// tombstones and removed nodes. The one I/O of an apply is appending a new
+// paste's record to a segment file; where records sit in which segment is
+// each node's own (compaction), and snapshots say so in their manifest.
 //
 // Expiry: a paste past its ExpiresAt is invisible to reads at once, but it
 // is dropped only when the leader proposes a TypeExpire command, which removes
@@ -31,9 +33,11 @@
 // Reads never take a lock. The state is a set of copy-on-write B-trees
 // behind an atomic pointer: an apply clones them (which copies nothing),
 // builds the next version, copying only the nodes it changes, and swaps it
-// in; a snapshot keeps a reference to the current one. The pastes
-// themselves are records in large byte slabs that the garbage collector
-// marks in one step each, written once and never changed (arena.go).
+// in; a snapshot keeps a reference to the current one. The index is all
+// that memory holds of a paste: its record, content included, is in a
+// segment file, written once and never changed (segment.go), and a read
+// is one pread of it. A snapshot refers to the segments by hard links
+// (manifest.go).
 //
 // Log entries: a Command is the msgpack map that msgpack.Marshal makes of
 // it by reflection; Encode and Decode make and read those bytes by hand

@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -57,9 +57,9 @@ type state struct {
 	bytes   int64
 }
 
-func emptyState() *state {
+func emptyState(segs *segments) *state {
 	return &state{
-		arena:   &arena{},
+		arena:   newArena(segs),
 		pastes:  newPasteIndex(),
 		expiry:  newTimeTree(),
 		tombs:   newIDTree[*Tombstone](),
@@ -83,20 +83,40 @@ type FSM struct {
 	sinceSnapshot atomic.Int64
 	log           *slog.Logger
 	peerProto     atomic.Pointer[func() int] // see SetPeerProtocol
+
+	segs *segments
+	// persisting counts the snapshots being persisted: while one is, no
+	// segment file leaves the directory, since Persist links them.
+	persisting atomic.Int32
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
 
-// New returns an empty FSM that logs nowhere.
+// New returns an empty FSM that keeps its segments in memory and logs
+// nowhere.
 func New() *FSM { return NewLogged(nil) }
 
-// NewLogged returns an empty FSM that logs to log (nil: nowhere).
-func NewLogged(log *slog.Logger) *FSM {
+// NewLogged returns an empty FSM that keeps its segments in memory and
+// logs to log (nil: nowhere).
+func NewLogged(log *slog.Logger) *FSM { return newFSM(&segments{}, log) }
+
+// Open returns an empty FSM that keeps its segments in dir, which it
+// creates if need be. Segment files already there belong to no state:
+// Load or Restore replaces them.
+func Open(dir string, log *slog.Logger) (*FSM, error) {
+	segs, err := openSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	return newFSM(segs, log), nil
+}
+
+func newFSM(segs *segments, log *slog.Logger) *FSM {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &FSM{changed: make(chan struct{}), log: log}
-	f.cur.Store(emptyState())
+	f := &FSM{changed: make(chan struct{}), log: log, segs: segs}
+	f.cur.Store(emptyState(segs))
 	return f
 }
 
@@ -139,33 +159,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	tx.compact()
 	f.publish(tx.commit())
+	f.dropSegments()
 	return out
-}
-
-// Compact compacts slabs that wait for it, as many as an apply does, and
-// reports whether more still wait. Each apply compacts only so many, so
-// after a large removal (an expiry after a long stop, say) the rest would
-// wait for the writes to come, holding their garbage; the node calls
-// Compact while idle. It changes where records are, not what the store
-// holds: the nodes need not agree on it.
-func (f *FSM) Compact() (more bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	old := f.cur.Load()
-	if len(old.arena.sparse) == 0 {
-		return false
-	}
-	tx := newTxn(old)
-	tx.compact()
-	f.publish(tx.commit())
-	return len(old.arena.sparse) > 0
-}
-
-// Compacting returns how many slabs wait for compaction.
-func (f *FSM) Compacting() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.cur.Load().arena.sparse)
 }
 
 func (f *FSM) publish(s *state) {
@@ -180,14 +175,19 @@ func (f *FSM) publish(s *state) {
 // Paste is the caller's, but its strings and slices are the store's
 // record: callers must not modify the bytes.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
-	r, ok := f.cur.Load().pastes.get(id)
-	if !ok {
+	it, ok := f.cur.Load().pastes.get(id)
+	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
 		return nil, false
 	}
-	if at := recordExpires(r.record()); at != 0 && at <= now.UnixNano() {
+	p, err := it.r.paste()
+	if err != nil {
+		// The index names a record its segment does not hold: the data
+		// dir was damaged under the node. Say so, and answer as if the
+		// paste were not here rather than with wrong bytes.
+		f.log.Error("cannot read a paste", "id", id, "err", err)
 		return nil, false
 	}
-	return r.paste(), true
+	return p, true
 }
 
 // Stats returns the number of live pastes and their total content bytes.
@@ -262,19 +262,34 @@ func (v View) Index() uint64 { return v.s.index }
 // Len returns the number of pastes in the view.
 func (v View) Len() int { return v.s.pastes.len() }
 
-// Walk calls fn for every paste in id order until fn returns false. Each
-// paste is fn's to keep.
-func (v View) Walk(fn func(p *Paste) bool) {
-	v.s.pastes.ascend(func(_ string, r ref) bool { return fn(r.paste()) })
+// Walk calls fn for every paste in id order until fn returns false, or a
+// paste cannot be read, which it returns. Each paste is fn's to keep.
+func (v View) Walk(fn func(p *Paste) bool) error {
+	var err error
+	v.s.pastes.ascend(func(_ string, it pasteItem) bool {
+		var p *Paste
+		if p, err = it.r.paste(); err != nil {
+			return false
+		}
+		return fn(p)
+	})
+	return err
 }
 
-// paste returns the stored paste id, in a Paste of its own.
+// paste returns the stored paste id, in a Paste of its own. The writer
+// reads records it must be able to read: one it cannot means the data dir
+// was damaged under the node, and applying on without it would part this
+// node's state from the others'.
 func (s *state) paste(id string) (*Paste, bool) {
-	r, ok := s.pastes.get(id)
+	it, ok := s.pastes.get(id)
 	if !ok {
 		return nil, false
 	}
-	return r.paste(), true
+	p, err := it.r.paste()
+	if err != nil {
+		panic(fmt.Sprintf("fsm: %v", err))
+	}
+	return p, true
 }
 
 // txn builds the next state from the current one. Its trees are clones:
@@ -364,62 +379,59 @@ func (t *txn) create(c *Command) *Result {
 	if p.RequestID == "" {
 		p.RequestID = c.RequestID
 	}
-	// Stored first and taken back if the id was taken, which is rare: a
-	// lookup first costs each create a second descent of the index, and
-	// applying creates more time (BenchmarkApplyCreate).
-	r := t.arena.put(p)
-	if old, taken := t.pastes.insert(r); taken {
-		t.pastes.set(old)
-		t.arena.free(r)
-		if prev := old.paste(); c.RequestID != "" && prev.RequestID == c.RequestID {
-			return &Result{Paste: prev}
+	if prev, taken := t.pastes.get(p.ID); taken {
+		old, _ := prev.r.paste()
+		if old != nil && c.RequestID != "" && old.RequestID == c.RequestID {
+			return &Result{Paste: old}
 		}
 		return &Result{Err: ErrExists}
 	}
-	t.indexed(r)
-	return &Result{Paste: r.paste()}
+	t.add(p)
+	return &Result{Paste: p}
 }
 
-// add stores p, whose id must be free, and returns where.
-func (t *txn) add(p *Paste) ref {
-	r := t.arena.put(p)
-	t.pastes.set(r)
-	t.indexed(r)
-	return r
-}
-
-// indexed counts the paste stored at r, which the index now holds, and
-// indexes its expiry. The expiry key's id is the record's, as the index's
-// is.
-func (t *txn) indexed(r ref) {
-	rec := r.record()
-	if expires := recordExpires(rec); expires != 0 {
-		t.expiry.insert(newTimeKey(expires, recordID(rec)))
+// add stores p, whose id must be free. A record that cannot be written
+// stops the node: the others wrote it, and this node must not go on
+// without it. The storage guard keeps creates from filling the disk.
+func (t *txn) add(p *Paste) {
+	r, err := t.arena.put(p)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: store paste %s: %v", p.ID, err))
+	}
+	p.Text = t.arena.buf[rFlags]&flagText != 0
+	t.pastes.set(newItem(p.ID, r, p.ExpiresAt))
+	if p.ExpiresAt != 0 {
+		t.expiry.insert(newTimeKey(p.ExpiresAt, p.ID))
 	}
 	t.count++
-	t.bytes += int64(recordContentLen(rec))
+	t.bytes += int64(len(p.Content))
 }
 
-// compact moves the records still indexed out of the slabs that are at
-// least half garbage, so that the collector can free those.
+// compact moves the records still indexed out of the sealed segments that
+// are at least half garbage, and drops those.
 func (t *txn) compact() {
 	for _, s := range t.arena.takeSparse() {
-		if s.live == 0 {
-			continue
+		if s.live > 0 {
+			err := s.records(func(off int, rec []byte) error {
+				id := str(rec[rHeader : rHeader+binary.LittleEndian.Uint32(rec[rLens+4*fieldID:])])
+				it, ok := t.pastes.get(id)
+				if !ok || it.r.s != s || int(it.r.off) != off {
+					return nil // removed
+				}
+				moved, err := t.arena.write(rec)
+				if err != nil {
+					return err
+				}
+				t.arena.free(it.r, t.clock)
+				it.r = moved
+				t.pastes.set(it)
+				return nil
+			})
+			if err != nil {
+				panic(fmt.Sprintf("fsm: compact: %v", err))
+			}
 		}
-		s.records(func(off int, rec []byte) {
-			r, ok := t.pastes.get(recordID(rec))
-			if !ok || r.s != s || int(r.off) != off {
-				return // removed
-			}
-			moved := t.arena.copy(rec)
-			t.arena.free(r)
-			// The expiry's keys point into the record: key them anew.
-			t.pastes.set(moved)
-			if at := recordExpires(rec); at != 0 {
-				t.expiry.insert(newTimeKey(at, recordID(moved.record())))
-			}
-		})
+		t.arena.drop(s)
 	}
 }
 
@@ -494,8 +506,8 @@ func (t *txn) expire(now int64) {
 
 // remove drops p and leaves ts in its place.
 func (t *txn) remove(p *Paste, ts *Tombstone) {
-	if r, ok := t.pastes.delete(p.ID); ok {
-		t.arena.free(r)
+	if it, ok := t.pastes.delete(p.ID); ok {
+		t.arena.free(it.r, t.clock)
 	}
 	t.removal = t.index
 	if p.ExpiresAt != 0 {
@@ -521,49 +533,6 @@ func (ts *Tombstone) withoutPaste() *Tombstone {
 	c := *ts
 	c.Paste = nil
 	return &c
-}
-
-// Snapshot captures the current state. It copies nothing: the state is
-// immutable, so Persist can stream it while applies go on.
-func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.sinceSnapshot.Store(0)
-	return f.capture(), nil
-}
-
-func (f *FSM) capture() *snapshot {
-	v := byte(snapshotVersion)
-	if fn := f.peerProto.Load(); fn != nil {
-		switch proto := (*fn)(); {
-		case proto < s2Protocol:
-			v = snapshotGzip
-		case proto < recordsProtocol:
-			v = snapshotS2
-		}
-	}
-	return &snapshot{s: f.cur.Load(), version: v}
-}
-
-// SetPeerProtocol tells the FSM how to learn the lowest protocol among the
-// cluster's members, so that it writes snapshots they can all read. Until
-// it is set, the FSM writes its newest snapshot version.
-func (f *FSM) SetPeerProtocol(fn func() int) { f.peerProto.Store(&fn) }
-
-// Restore replaces the whole state with a snapshot. It builds the new state
-// aside and swaps it in only once the snapshot was read completely, so a
-// failed restore leaves the old state untouched.
-func (f *FSM) Restore(rc io.ReadCloser) error {
-	defer rc.Close()
-	start := time.Now()
-	s, err := readSnapshot(rc)
-	if err != nil {
-		return fmt.Errorf("restore snapshot: %w", err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.publish(s)
-	f.sinceSnapshot.Store(0)
-	f.log.Info("restored snapshot", "index", s.index, "pastes", s.count, "took", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // NextDue returns when the next Expire command has work to do, in Unix

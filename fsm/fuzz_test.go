@@ -28,7 +28,7 @@ func FuzzRestore(f *testing.F) {
 	}
 	var buf bytes.Buffer
 	sn, _ := l.f.Snapshot()
-	_ = sn.(*snapshot).write(&buf)
+	_ = sn.(*snapshot).writeTo(&buf, "")
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = New().Restore(io.NopCloser(bytes.NewReader(b)))

@@ -1,22 +1,18 @@
 package fsm
 
 import (
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
-// ReadInfo is what every read of a paste sends besides its bytes, derived
-// from the paste once, when it enters the store (a create applied, a
-// snapshot restored), and shared by all its reads: a paste never changes.
-// The methods return slices ready to be used as HTTP header values, which
-// must not be modified; they point into the ReadInfo, so they allocate
-// nothing.
+// ReadInfo is what every read of a paste sends besides its bytes, as
+// HTTP header values. They are derived from the paste's fields when asked
+// for; the store keeps no HTTP in its records.
 type ReadInfo struct {
 	// Text reports whether the content is valid UTF-8.
 	Text bool
-	// hv holds the header values: the ETag, Last-Modified, Content-Length
-	// and Expires ("" if the paste never expires), each a slice of one
-	// string that Seal allocated for all of them.
-	hv [4]string
+	hv   [4]string
 }
 
 // The indexes of ReadInfo.hv.
@@ -47,38 +43,30 @@ func (ri *ReadInfo) Expires() []string {
 	return ri.hv[hvExpires : hvExpires+1 : hvExpires+1]
 }
 
+// ReadInfo returns the header values of p.
+func (p *Paste) ReadInfo() *ReadInfo {
+	var b [128]byte
+	etag := append(append(append(append(b[:0], '"'), p.ID...), '-'), strconv.FormatInt(p.CreatedAt, 36)...)
+	etag = append(etag, '"')
+	ri := &ReadInfo{Text: p.Text}
+	ri.hv[hvETag] = string(etag)
+	ri.hv[hvLastModified] = string(httpDate(b[:0], p.CreatedAt))
+	ri.hv[hvSize] = strconv.Itoa(len(p.Content))
+	if p.ExpiresAt != 0 {
+		ri.hv[hvExpires] = string(httpDate(b[:0], p.ExpiresAt))
+	}
+	return ri
+}
+
+// Seal sets what the store derives of a paste when it stores it: whether
+// its content is text. A paste built by hand, as in a test, gets it so.
+func (p *Paste) Seal() { p.Text = utf8.Valid(p.Content) }
+
 // httpTime is net/http's TimeFormat.
 const httpTime = "Mon, 02 Jan 2006 15:04:05 GMT"
 
-// ReadInfo returns the paste's ReadInfo: the one Seal computed, or, for a
-// paste never sealed (one built by hand), a fresh one.
-func (p *Paste) ReadInfo() *ReadInfo {
-	if p.info.hv[hvETag] != "" {
-		return &p.info
-	}
-	c := *p
-	c.Seal()
-	return &c.info
-}
-
-// Seal computes p's ReadInfo once; p must not change afterwards. The
-// store does not need it: the pastes it hands out come with theirs. A paste
-// built by hand gets its ReadInfo this way, and its fields then point into
-// one record, as a stored paste's do (arena.go).
-func (p *Paste) Seal() {
-	var h headerValues
-	formatHeaders(p, &h)
-	rec := make([]byte, recordLen(p, &h))
-	writeRecord(rec, p, &h)
-	readRecord(rec, p)
-}
-
 // httpDate appends the Unix nanoseconds t as an HTTP date to b, as
-// AppendFormat with httpTime does. Every paste an apply adds, or a restore
-// of a snapshot of version 1 or 2, formats one or two (version 3 keeps
-// them formatted), and AppendFormat, which parses its layout each time,
-// was a visible share of such a restore's CPU; this writes the one layout
-// directly.
+// AppendFormat with httpTime does, without parsing the layout each time.
 func httpDate(b []byte, t int64) []byte {
 	tm := time.Unix(0, t).UTC()
 	year, month, day := tm.Date()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 
 	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/gzip"
@@ -12,31 +14,28 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The snapshot format: the magic bytes and a version byte, then a
-// compressed stream of msgpack values: a snapshotHeader, then Pastes
-// pastes, Tombs tombRecords and Removed removedRecords. Tombstones are
-// written without the content of a consumed burn paste.
+// The snapshot formats start with the magic bytes and a version byte.
 //
-// Version 3 is an S2 stream (klauspost/compress/s2: framed blocks, each
-// with its CRC-32C, compressed on every core) in which each paste is its
-// record as the store keeps it in memory (arena.go), a msgpack bin: a
-// restore copies it into a slab, checks it (checkRecord) and indexes it,
-// without decoding a field or formatting a header again. Version 2 is the
-// same stream with each paste a msgpack array of its fields
-// (encodePasteRecord); version 1 is gzip (CRC-32) of pastes encoded as in
-// the log. A change to the record layout needs a new version. A node
-// writes a snapshot at a clean stop and restores it at the next start, so
-// both directions count. S2 has no entropy coding, and is the quicker for
-// it: its snapshots are larger than zstd's at its fastest level, the other
-// candidate, but written and restored several times as fast, and disk is
-// cheaper than a restart. Version 1 is still read, and written while a
-// member of protocol 1 may receive the snapshot.
+// Versions 4 and 5 refer to segments (manifest.go): what a node writes
+// once every member reads them (protocol 5).
+//
+// Versions 1 to 3 are a compressed stream of msgpack values: a
+// snapshotHeader, then Pastes pastes, Tombs tombRecords and Removed
+// removedRecords, tombstones without the content of a consumed burn
+// paste. Version 2 is an S2 stream (framed blocks, each with its CRC-32C)
+// with each paste a msgpack array of its fields (encodePasteRecord), and
+// is written while a member of protocol 2 to 4 may receive the snapshot;
+// version 1 is gzip (CRC-32) of pastes encoded as in the log, written
+// for protocol 1. Version 3, the records the store kept in memory before
+// segments (readV3Record), is only read: a data dir of that version
+// moves in through it.
 const (
-	snapshotMagic   = "PNSNAP"
-	snapshotGzip    = 1
-	snapshotS2      = 2
-	snapshotRecords = 3
-	snapshotVersion = snapshotRecords
+	snapshotMagic    = "PNSNAP"
+	snapshotGzip     = 1
+	snapshotS2       = 2
+	snapshotRecords  = 3
+	snapshotSegments = 4
+	snapshotLocal    = 5
 )
 
 // ErrSnapshot means a snapshot could not be read.
@@ -47,6 +46,7 @@ type snapshotHeader struct {
 	Index   uint64 `msgpack:"i"`
 	Clock   int64  `msgpack:"c"`
 	Pastes  int    `msgpack:"p"`
+	Bytes   int64  `msgpack:"b,omitempty"` // the pastes' content, from version 4 on
 	Tombs   int    `msgpack:"t"`
 	Removed int    `msgpack:"r"`
 	// Cluster and Admin are the cluster's identity and admin token hash.
@@ -67,22 +67,39 @@ type removedRecord struct {
 
 type snapshot struct {
 	s       *state
-	version byte // snapshotGzip, snapshotS2 or snapshotRecords
+	version byte // snapshotGzip, snapshotS2 or snapshotSegments
+	done    func()
+	once    sync.Once
 }
 
-// Persist streams the captured state to sink. It runs while applies go on.
+// Persist writes the captured state to sink. It runs while applies go on.
+// A sink that names its directory (the node's snapshot store) gets the
+// manifest, with the segments linked beside it.
 func (sn *snapshot) Persist(sink raft.SnapshotSink) error {
-	if err := sn.write(sink); err != nil {
+	defer sn.Release()
+	dir := ""
+	if d, ok := sink.(interface{ Dir() string }); ok && sn.version == snapshotSegments && sn.s.arena.segs.dir != "" {
+		dir = d.Dir()
+	}
+	if err := sn.writeTo(sink, dir); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
 	return sink.Close()
 }
 
-// Release is a no-op: the captured state is garbage collected.
-func (sn *snapshot) Release() {}
+// Release lets the FSM remove segment files again.
+func (sn *snapshot) Release() { sn.once.Do(sn.done) }
 
-func (sn *snapshot) write(w io.Writer) error {
+func (sn *snapshot) writeTo(w io.Writer, dir string) error {
+	if sn.version == snapshotSegments {
+		return sn.writeSegmented(w, dir)
+	}
+	return sn.writeLegacy(w)
+}
+
+// writeLegacy writes a snapshot of version 1 or 2.
+func (sn *snapshot) writeLegacy(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	if _, err := bw.WriteString(snapshotMagic); err != nil {
 		return err
@@ -113,13 +130,12 @@ func (sn *snapshot) write(w io.Writer) error {
 	if err := enc.Encode(&hdr); err != nil {
 		return err
 	}
-	var p Paste
-	if err := walk(s.pastes, func(_ string, r ref) error {
-		if sn.version == snapshotRecords {
-			return enc.EncodeBytes(r.record())
+	if err := walk(s.pastes, func(_ string, it pasteItem) error {
+		p, err := it.r.paste()
+		if err != nil {
+			return err
 		}
-		readRecord(r.record(), &p)
-		return sn.encodePaste(enc, &p)
+		return sn.encodePaste(enc, p)
 	}); err != nil {
 		return err
 	}
@@ -172,14 +188,32 @@ func walk[V any](t interface {
 	return err
 }
 
-// readSnapshot decodes a snapshot into a fresh state.
-func readSnapshot(r io.Reader) (*state, error) {
-	zr, version, err := openSnapshot(bufio.NewReaderSize(r, 256<<10))
+// readSnapshot decodes a snapshot into a fresh state whose pastes it
+// writes into new segments of segs. On failure it removes those.
+func readSnapshot(r io.Reader, segs *segments) (*state, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	if head, err := br.Peek(len(snapshotMagic) + 1); err == nil && string(head[:len(snapshotMagic)]) == snapshotMagic {
+		switch head[len(snapshotMagic)] {
+		case snapshotSegments:
+			br.Discard(len(head))
+			return readSegmentedStream(br, newArena(segs))
+		case snapshotLocal:
+			return nil, fmt.Errorf("%w: a snapshot of linked segments is read from its directory", ErrSnapshot)
+		}
+	}
+	zr, version, err := openSnapshot(br)
 	if err != nil {
 		return nil, err
 	}
-	s, err := decodeState(msgpack.NewDecoder(zr), version)
+	a := newArena(segs)
+	s, err := decodeState(msgpack.NewDecoder(zr), version, a)
+	if err == nil {
+		a.seal()
+	}
 	if err != nil {
+		for _, sg := range a.all {
+			segs.remove(sg)
+		}
 		return nil, err
 	}
 	// Read to the end so that the decompressor verifies its checksum.
@@ -209,12 +243,12 @@ func openSnapshot(br *bufio.Reader) (io.Reader, byte, error) {
 	case snapshotS2, snapshotRecords:
 		return s2.NewReader(br), v, nil
 	default:
-		return nil, 0, fmt.Errorf("%w: version %d, want %d to %d", ErrSnapshot, v, snapshotGzip, snapshotRecords)
+		return nil, 0, fmt.Errorf("%w: version %d, want %d to %d", ErrSnapshot, v, snapshotGzip, snapshotLocal)
 	}
 }
 
 // decodeState decodes the header and the records that follow it.
-func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
+func decodeState(dec *msgpack.Decoder, version byte, a *arena) (*state, error) {
 	var hdr snapshotHeader
 	if err := dec.Decode(&hdr); err != nil {
 		return nil, fmt.Errorf("%w: header: %v", ErrSnapshot, err)
@@ -223,19 +257,18 @@ func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 		return nil, fmt.Errorf("%w: negative counts", ErrSnapshot)
 	}
 
-	tx := newTxn(emptyState())
+	tx := newTxn(emptyState(nil))
+	tx.arena = a
 	tx.index, tx.clock = hdr.Index, hdr.Clock
 	tx.cluster, tx.admin = hdr.Cluster, hdr.Admin
 	// What the snapshot removed is unknown: count all of it as removals.
 	tx.removal = hdr.Index
-	tx.arena.hugeSlabs(true)
 	var err error
 	if version == snapshotRecords {
 		err = decodeRecords(dec, hdr.Pastes, tx)
 	} else {
 		err = decodePasteFields(dec, version, hdr.Pastes, tx)
 	}
-	tx.arena.hugeSlabs(false)
 	if err != nil {
 		return nil, err
 	}
@@ -256,26 +289,27 @@ func decodeState(dec *msgpack.Decoder, version byte) (*state, error) {
 	return tx.commit(), nil
 }
 
-// decodeRecords reads the n paste records of a snapshot of version 3
-// straight into tx's arena and indexes them.
+// decodeRecords reads the n paste records of a snapshot of version 3 and
+// stores their pastes.
 func decodeRecords(dec *msgpack.Decoder, n int, tx *txn) error {
+	var rec []byte
 	for i := 0; i < n; i++ {
 		size, err := dec.DecodeBytesLen()
-		if err == nil && (size < headerBytes || size > maxRecordBytes) {
+		if err == nil && (size < v3HeaderBytes || size > maxRecord) {
 			err = fmt.Errorf("a record of %d bytes", size)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
-		r := tx.arena.alloc(size)
-		if err := dec.ReadFull(r.record()); err != nil {
+		rec = slices.Grow(rec[:0], size)[:size]
+		if err := dec.ReadFull(rec); err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
-		if err := checkRecord(r.record()); err != nil {
+		p, err := readV3Record(rec)
+		if err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
-		tx.pastes.set(r)
-		tx.indexed(r)
+		tx.add(p)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
-	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,8 +40,8 @@ func TestRestoreVersion1(t *testing.T) {
 	// Its next snapshot is of the current version and holds the same
 	// state.
 	v2 := snapshotBytes(t, f)
-	if v := v2[len(snapshotMagic)]; v != snapshotVersion {
-		t.Fatalf("new snapshot is version %d, want %d", v, snapshotVersion)
+	if v := v2[len(snapshotMagic)]; v != snapshotSegments {
+		t.Fatalf("new snapshot is version %d, want %d", v, snapshotSegments)
 	}
 	g := New()
 	if err := g.Restore(io.NopCloser(bytes.NewReader(v2))); err != nil {
@@ -49,7 +49,7 @@ func TestRestoreVersion1(t *testing.T) {
 	}
 	checkFixtureState(t, g)
 	if again := snapshotBytes(t, g); !bytes.Equal(again, v2) {
-		t.Fatalf("a restored version-%d snapshot writes different bytes", snapshotVersion)
+		t.Fatalf("a restored version-%d snapshot writes different bytes", snapshotSegments)
 	}
 
 	// For a peer of protocol 1 it writes version 1 again, with the same
@@ -66,8 +66,12 @@ func TestSnapshotForOldPeers(t *testing.T) {
 	f := filledFSM(10)
 	proto := 1
 	f.SetPeerProtocol(func() int { return proto })
-	for _, want := range []byte{snapshotGzip, snapshotS2, snapshotRecords} {
-		proto = int(want)
+	for _, c := range []struct {
+		proto int
+		want  byte
+	}{{1, snapshotGzip}, {2, snapshotS2}, {4, snapshotS2}, {5, snapshotSegments}} {
+		proto = c.proto
+		want := c.want
 		raw := snapshotBytes(t, f)
 		if v := raw[len(snapshotMagic)]; v != want {
 			t.Fatalf("with peers of protocol %d: snapshot version %d, want %d", proto, v, want)
@@ -87,8 +91,8 @@ func checkFixtureState(t *testing.T, f *FSM) {
 	now := time.Unix(0, 10*sec)
 	for _, id := range []string{"keep", "expiring"} {
 		p, ok := f.Get(id, now)
-		if !ok || string(p.Content) != "content of "+id || p.info.hv[hvETag] == "" {
-			t.Errorf("Get(%s) = %+v, %v; want the paste, sealed", id, p, ok)
+		if !ok || string(p.Content) != "content of "+id || !p.Text {
+			t.Errorf("Get(%s) = %+v, %v; want the paste, as text", id, p, ok)
 		}
 	}
 	for id, want := range map[string]uint64{"gone": 4, "burnt": 6} {
@@ -136,25 +140,18 @@ func TestRestoreRefusesDamage(t *testing.T) {
 // hold but whose record a faulty writer made wrong is refused with
 // ErrSnapshot, not served from and not a crash.
 func TestRestoreRefusesBadRecords(t *testing.T) {
-	f := filledFSM(1)
-	var good []byte
-	f.cur.Load().pastes.ascend(func(_ string, r ref) bool { good = bytes.Clone(r.record()); return false })
+	good := v3Record(&Paste{ID: "p0000000", Content: bytes.Repeat([]byte("x"), 1024), Title: "t", CreatedAt: sec})
 	le := binary.LittleEndian
 	for name, spoil := range map[string]func(rec []byte) []byte{
 		"cut short":        func(rec []byte) []byte { return rec[:len(rec)-1] },
-		"under its header": func(rec []byte) []byte { return rec[:headerBytes-1] },
+		"under its header": func(rec []byte) []byte { return rec[:v3HeaderBytes-1] },
 		"a field too long": func(rec []byte) []byte {
-			le.PutUint32(rec[hLens+4*fContent:], le.Uint32(rec[hLens+4*fContent:])+1)
+			le.PutUint32(rec[24+4*v3Content:], le.Uint32(rec[24+4*v3Content:])+1)
 			return rec
 		},
-		"a huge field":   func(rec []byte) []byte { le.PutUint32(rec[hLens+4*fTitle:], 1<<31); return rec },
-		"an id too long": func(rec []byte) []byte { le.PutUint32(rec[hIDLen:], 1<<20); return rec },
-		"no id":          func(rec []byte) []byte { le.PutUint32(rec[hIDLen:], 0); return rec },
-		"unknown flags":  func(rec []byte) []byte { rec[hFlags] |= 0x80; return rec },
-		"a newline in Last-Modified": func(rec []byte) []byte {
-			rec[headerBytes+int(le.Uint32(rec[hLens+4*fETag:]))] = '\n'
-			return rec
-		},
+		"a huge field":   func(rec []byte) []byte { le.PutUint32(rec[24+4*v3Title:], 1<<31); return rec },
+		"an id too long": func(rec []byte) []byte { le.PutUint32(rec[20:], 1<<20); return rec },
+		"no id":          func(rec []byte) []byte { le.PutUint32(rec[20:], 0); return rec },
 	} {
 		raw := recordsSnapshot(t, spoil(bytes.Clone(good)))
 		g := New()
@@ -169,9 +166,28 @@ func TestRestoreRefusesBadRecords(t *testing.T) {
 	if err := g.Restore(io.NopCloser(bytes.NewReader(recordsSnapshot(t, good)))); err != nil {
 		t.Fatalf("the record unspoiled: %v", err)
 	}
-	if p, ok := g.Get("p0000000", time.Unix(0, sec)); !ok || len(p.Content) != 1024 {
+	if p, ok := g.Get("p0000000", time.Unix(0, sec)); !ok || len(p.Content) != 1024 || p.Title != "t" {
 		t.Fatalf("the record unspoiled restores as %+v, %v", p, ok)
 	}
+}
+
+// v3Record returns p as a record of snapshot version 3, with header
+// values as that version formatted them.
+func v3Record(p *Paste) []byte {
+	etag := fmt.Sprintf(`"%s-%s"`, p.ID, strconv.FormatInt(p.CreatedAt, 36))
+	fields := [v3Fields][]byte{[]byte(etag), []byte("Thu, 01 Jan 1970 00:00:01 GMT"),
+		[]byte(strconv.Itoa(len(p.Content))), nil, []byte(p.RequestID), []byte(p.Title),
+		[]byte(p.Lang), p.TokenHash, p.Content}
+	rec := make([]byte, v3HeaderBytes)
+	le := binary.LittleEndian
+	le.PutUint64(rec[0:], uint64(p.CreatedAt))
+	le.PutUint64(rec[8:], uint64(p.ExpiresAt))
+	le.PutUint32(rec[20:], uint32(len(p.ID)))
+	for i, f := range fields {
+		le.PutUint32(rec[24+4*i:], uint32(len(f)))
+		rec = append(rec, f...)
+	}
+	return rec
 }
 
 // recordsSnapshot returns a snapshot of version 3 holding the given paste
@@ -202,7 +218,8 @@ func recordsSnapshot(t *testing.T, records ...[]byte) []byte {
 func filledFSM(n int) *FSM {
 	rng := rand.New(rand.NewPCG(1, 2))
 	raw := make([]byte, 768)
-	tx := newTxn(emptyState())
+	f := New()
+	tx := newTxn(f.cur.Load())
 	for i := range n {
 		for j := range raw {
 			raw[j] = byte(rng.Uint32())
@@ -215,7 +232,6 @@ func filledFSM(n int) *FSM {
 			TokenHash: HashToken(fmt.Sprint("tok", i)),
 		}})
 	}
-	f := New()
 	f.publish(tx.commit())
 	return f
 }
@@ -294,50 +310,42 @@ func gunzipV1(t *testing.T, snap []byte) []byte {
 	return records
 }
 
-// TestRestoreReusesBuffers: a restore decodes the pastes into a few
-// buffers that it reuses (version 2), or straight into the arena (version
-// 3), rather than allocating every paste's content once more only to copy
-// it into the arena, and every paste comes back as it was.
-func TestRestoreReusesBuffers(t *testing.T) {
-	const n = 20000
+// TestRestoreRoundTrip: every paste comes back as it was from a snapshot
+// of version 2 and of version 4.
+func TestRestoreRoundTrip(t *testing.T) {
+	const n = 2000
 	orig := filledFSM(n)
-	for _, version := range []int{snapshotS2, snapshotRecords} {
-		t.Run(fmt.Sprint("version ", version), func(t *testing.T) {
-			orig.SetPeerProtocol(func() int { return version })
-			restoreReusesBuffers(t, orig, n)
+	for _, proto := range []int{2, 5} {
+		t.Run(fmt.Sprint("protocol ", proto), func(t *testing.T) {
+			orig.SetPeerProtocol(func() int { return proto })
+			restored := New()
+			if err := restored.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, orig)))); err != nil {
+				t.Fatal(err)
+			}
+			samePastes(t, restored, orig)
 		})
 	}
 }
 
-func restoreReusesBuffers(t *testing.T, orig *FSM, n int) {
-	snap := snapshotBytes(t, orig)
-	if v := snap[len(snapshotMagic)]; v != byte(orig.capture().version) {
-		t.Fatalf("snapshot of version %d", v)
-	}
-	restored := New()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	// Beyond the slabs that hold the records.
-	slabs := map[*slab]bool{}
-	restored.cur.Load().pastes.ascend(func(_ string, r ref) bool {
-		slabs[r.s] = true
-		return true
-	})
-	perPaste := (int64(after.TotalAlloc-before.TotalAlloc) - int64(len(slabs))*slabSize) / int64(n)
-	t.Logf("the restore allocated %d bytes per paste beyond its slabs", perPaste)
-	if perPaste > 800 {
-		t.Errorf("the restore allocated %d bytes per paste of 1 KiB beyond its slabs, want at most 800 (it was 1.5k before the reuse)", perPaste)
-	}
+// samePastes fails unless got holds the pastes want holds.
+func samePastes(t *testing.T, got, want *FSM) {
+	t.Helper()
 	now := time.Unix(0, 2*sec)
-	orig.cur.Load().pastes.ascend(func(id string, r ref) bool {
-		got, ok := restored.Get(id, now)
-		if !ok || !equalPaste(got, r.paste()) {
-			t.Fatalf("%s after the restore: %+v, want %+v", id, got, r.paste())
+	if a, b := got.View().Len(), want.View().Len(); a != b {
+		t.Fatalf("%d pastes, want %d", a, b)
+	}
+	if a, b := got.Stats(); true {
+		if c, d := want.Stats(); a != c || b != d {
+			t.Fatalf("stats %d, %d; want %d, %d", a, b, c, d)
+		}
+	}
+	if err := want.View().Walk(func(w *Paste) bool {
+		g, ok := got.Get(w.ID, now)
+		if !ok || !equalPaste(g, w) {
+			t.Fatalf("%s: %+v, want %+v", w.ID, g, w)
 		}
 		return true
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

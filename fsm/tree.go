@@ -60,19 +60,27 @@ func (t idTree[V]) ascend(fn func(id string, v V) bool) {
 }
 
 // pasteIndex is the index of the pastes, a persistent map from id to
-// record that is cloned like an idTree. Its items hold no id of their own:
-// an id is read from its record, and an item carries its id's first eight
-// bytes, which order nearly every pair of random ids without a read of
-// either record. An item is thus 24 bytes with one pointer for the
-// collector to follow, against an idTree's 32 bytes and two, and a lookup
-// compares within the tree's nodes until it reaches its record.
+// where the paste's record is, cloned like an idTree. Its items keep what
+// the hot path needs without reading the record: the id and the expiry.
+// An item is 48 bytes, and its id a small allocation of its own; the
+// record, content and all, stays on disk.
+//
+// An item also carries its id's first eight bytes as a number, which
+// orders nearly every pair of random ids with one comparison: a lookup
+// then compares strings only at the item it finds.
 type pasteIndex struct{ t *btree.BTreeG[pasteItem] }
 
-// pasteItem is an entry of a pasteIndex. One without a record (a pivot)
-// comes before every id with its prefix.
+// pasteItem is an entry of a pasteIndex.
 type pasteItem struct {
-	pre uint64 // the id's first 8 bytes, big-endian, zero-padded
-	r   ref
+	pre     uint64 // the id's first 8 bytes, big-endian, zero-padded
+	id      string
+	r       ref
+	expires int64 // Unix nanoseconds; 0: never
+}
+
+// newItem returns the index entry of the paste id stored at r.
+func newItem(id string, r ref, expires int64) pasteItem {
+	return pasteItem{pre: idPrefix(id), id: id, r: r, expires: expires}
 }
 
 // idPrefix returns the prefix of id that orders pasteItems: ids that
@@ -84,20 +92,13 @@ func idPrefix(id string) uint64 {
 }
 
 func lessPasteItem(a, b pasteItem) bool {
-	switch {
-	case a.pre != b.pre:
+	if a.pre != b.pre {
 		return a.pre < b.pre
-	case b.r.s == nil:
-		return false
-	case a.r.s == nil:
-		return true
 	}
-	return recordID(a.r.record()) < recordID(b.r.record())
+	return a.id < b.id
 }
 
 func newPasteIndex() pasteIndex { return pasteIndex{btree.NewG(treeDegree, lessPasteItem)} }
-
-func itemOf(r ref) pasteItem { return pasteItem{idPrefix(recordID(r.record())), r} }
 
 // clone returns a version that can be changed while x stays as it is.
 // Only the writer may call it; x's readers may go on meanwhile.
@@ -105,45 +106,26 @@ func (x pasteIndex) clone() pasteIndex { return pasteIndex{x.t.Clone()} }
 
 func (x pasteIndex) len() int { return x.t.Len() }
 
-// get returns the record of id: the items with id's prefix are visited
-// from the first until one is id's.
-func (x pasteIndex) get(id string) (r ref, ok bool) {
-	pre := idPrefix(id)
-	x.t.AscendGreaterOrEqual(pasteItem{pre: pre}, func(it pasteItem) bool {
-		if it.pre != pre {
-			return false
-		}
-		if recordID(it.r.record()) == id {
-			r, ok = it.r, true
-			return false
-		}
-		return true
-	})
-	return r, ok
+func (x pasteIndex) get(id string) (pasteItem, bool) {
+	return x.t.Get(pasteItem{pre: idPrefix(id), id: id})
 }
 
-// set indexes r under its record's id.
-func (x pasteIndex) set(r ref) { x.t.ReplaceOrInsert(itemOf(r)) }
+// set indexes it under its id.
+func (x pasteIndex) set(it pasteItem) { x.t.ReplaceOrInsert(it) }
 
-// insert indexes r under its record's id and returns what the id held
-// before, if anything: one descent where a get and a set take two.
-func (x pasteIndex) insert(r ref) (old ref, replaced bool) {
-	it, replaced := x.t.ReplaceOrInsert(itemOf(r))
-	return it.r, replaced
+// insert indexes it and returns what its id held before, if anything:
+// one descent where a get and a set take two.
+func (x pasteIndex) insert(it pasteItem) (old pasteItem, replaced bool) {
+	return x.t.ReplaceOrInsert(it)
 }
 
-// delete removes id and returns its record.
-func (x pasteIndex) delete(id string) (ref, bool) {
-	r, ok := x.get(id)
-	if !ok {
-		return ref{}, false
-	}
-	x.t.Delete(itemOf(r))
-	return r, true
+// delete removes id and returns its item.
+func (x pasteIndex) delete(id string) (pasteItem, bool) {
+	return x.t.Delete(pasteItem{pre: idPrefix(id), id: id})
 }
 
-func (x pasteIndex) ascend(fn func(id string, r ref) bool) {
-	x.t.Ascend(func(it pasteItem) bool { return fn(recordID(it.r.record()), it.r) })
+func (x pasteIndex) ascend(fn func(id string, it pasteItem) bool) {
+	x.t.Ascend(func(it pasteItem) bool { return fn(it.id, it) })
 }
 
 // timeKey orders by time, then id. Times before 1970 count as 0, as they

@@ -6,19 +6,17 @@ import (
 )
 
 // TestPasteIndexOrder: the paste index orders, finds and removes ids as
-// strings compare, also ids shorter than its eight-byte prefix, ids that
-// share it, and ids that are prefixes of others; a clone is unchanged by
-// what is done to its original.
+// strings compare, also ids that share a prefix and ids that are prefixes
+// of others; a clone is unchanged by what is done to its original.
 func TestPasteIndexOrder(t *testing.T) {
 	ids := []string{
 		"k3J9xQ2mZa", "a", "ab", "abcdefgh", "abcdefghi", "abcdefgh0", "abcdefgg~",
 		"abcdefghij", "abcdefgi", "Z", "0", "abcdefgh\x01", "zzzzzzzzzzzzzzzz", "ba", "az999999", "bz000000",
 	}
-	a := &arena{}
 	x := newPasteIndex()
-	refs := map[string]ref{}
-	for _, id := range ids {
-		r := a.put(&Paste{ID: id, Content: []byte(id)})
+	refs := map[string]pasteItem{}
+	for i, id := range ids {
+		r := newItem(id, ref{off: uint32(i)}, 0)
 		refs[id] = r
 		if _, replaced := x.insert(r); replaced {
 			t.Fatalf("insert %q: replaced an entry", id)
@@ -27,7 +25,7 @@ func TestPasteIndexOrder(t *testing.T) {
 	sorted := slices.Sorted(slices.Values(ids))
 	ascended := func(x pasteIndex) []string {
 		var got []string
-		x.ascend(func(id string, r ref) bool {
+		x.ascend(func(id string, r pasteItem) bool {
 			if r != refs[id] {
 				t.Errorf("ascend: %q holds another record", id)
 			}
@@ -51,7 +49,7 @@ func TestPasteIndexOrder(t *testing.T) {
 	}
 
 	// The same id again replaces, and hands back, the entry it had.
-	again := a.put(&Paste{ID: "abcdefghi"})
+	again := newItem("abcdefghi", ref{off: 99}, 0)
 	if old, replaced := x.insert(again); !replaced || old != refs["abcdefghi"] {
 		t.Fatalf("insert of a taken id: %v, %v", old, replaced)
 	}

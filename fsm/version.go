@@ -16,14 +16,15 @@ import "math"
 // snapshots of version 3 (records), written on the same terms. Protocol 4
 // adds the cluster's identity and admin token (TypeInitCluster,
 // TypeAdminToken); its snapshots carry them in header fields that older
-// versions skip.
-const ProtocolVersion = 4
+// versions skip. Protocol 5 adds no command: it keeps pastes in segments
+// and reads snapshots of version 4, which refer to them.
+const ProtocolVersion = 5
 
-// s2Protocol and recordsProtocol are the protocols that read snapshots of
-// versions 2 and 3.
+// s2Protocol and segmentsProtocol are the protocols that read snapshots of
+// versions 2 and 4.
 const (
-	s2Protocol      = 2
-	recordsProtocol = 3
+	s2Protocol       = 2
+	segmentsProtocol = 5
 )
 
 // Since returns the protocol version that introduced command type t, or

@@ -157,9 +157,8 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 			}
 		})
 	}
-	// The walker writes only st's counts of pastes left out, and they are
-	// read once order is closed.
-	go e.walk(ctx, view, st, jobs, order)
+	var walkErr error // like st's counts of pastes left out: read once order is closed
+	go func() { walkErr = e.walk(ctx, view, st, jobs, order) }()
 
 	var err error
 	for j := range order {
@@ -200,6 +199,9 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 	}
 	wg.Wait()
 	if err == nil {
+		err = walkErr
+	}
+	if err == nil {
 		// The walker also stops early when ctx ends.
 		err = ctx.Err()
 	}
@@ -208,8 +210,9 @@ func (e exporter) addPastes(ctx context.Context, aw *cdb.ArchiveWriter, view fsm
 
 // walk queues every paste of view that may be exported, in order and in
 // batches, to the workers and to order, and counts those left out in st.
-// It closes both channels when done or when ctx ends.
-func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs, order chan<- *exportJob) {
+// It closes both channels when done, when ctx ends or when a paste cannot
+// be read, which it returns.
+func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs, order chan<- *exportJob) error {
 	defer close(order)
 	defer close(jobs)
 	j := newExportJob()
@@ -224,7 +227,7 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 		return true
 	}
 	ended, size := false, 0
-	view.Walk(func(p *fsm.Paste) bool {
+	err := view.Walk(func(p *fsm.Paste) bool {
 		switch {
 		case ctx.Err() != nil:
 			ended = true
@@ -251,9 +254,10 @@ func (e exporter) walk(ctx context.Context, view fsm.View, st *ExportStats, jobs
 		j = newExportJob()
 		return true
 	})
-	if !ended && len(j.pastes) > 0 {
+	if !ended && err == nil && len(j.pastes) > 0 {
 		send()
 	}
+	return err
 }
 
 // exportJob is a batch of pastes on its way into the archive. Its buffers

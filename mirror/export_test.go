@@ -266,6 +266,7 @@ func TestExport(t *testing.T) {
 			// The same representation as the live node's, which sends
 			// these headers (api's TestExportRoute compares the two).
 			ref := http.Header{}
+			p.Seal() // as the store hands it out
 			ui.SetRawHeaders(ref, p)
 			ref.Set("Content-Length", strconv.Itoa(len(p.Content)))
 			for _, name := range []string{"Content-Type", "X-Content-Type-Options", "ETag", "Content-Length", "Content-Security-Policy", "Expires"} {

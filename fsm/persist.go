@@ -1,0 +1,167 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// OpenDir moves an FSM made by New or NewLogged, before anything was
+// applied to it, into dir, as Open would have made it.
+func (f *FSM) OpenDir(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.cur.Load(); s.index != 0 || len(s.arena.all) > 0 {
+		return fmt.Errorf("open %s: the FSM holds state already", dir)
+	}
+	segs, err := openSegments(dir)
+	if err != nil {
+		return err
+	}
+	f.segs = segs
+	f.cur.Store(emptyState(segs))
+	return nil
+}
+
+// Compact compacts segments that wait for it, as many as an apply does, and
+// reports whether more still wait. Each apply compacts only so many, so
+// after a large removal (an expiry after a long stop, say) the rest would
+// wait for the writes to come, holding their garbage; the node calls
+// Compact while idle. It changes where records are, not what the store
+// holds: the nodes need not agree on it.
+func (f *FSM) Compact() (more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.cur.Load()
+	if len(old.arena.sparse) == 0 {
+		return false
+	}
+	tx := newTxn(old)
+	tx.compact()
+	f.publish(tx.commit())
+	f.dropSegments()
+	return len(old.arena.sparse) > 0
+}
+
+// Purge compacts a segment that holds a record removed at or before the
+// time before (Unix nanoseconds, as Command.Now), however little of it is
+// garbage, sealing the active segment if need be, and reports whether
+// more such segments wait. Once Purge reports none and a snapshot was
+// taken after it, the content of the pastes removed by then is in no file
+// of the FSM's directory or its snapshots'. Compaction alone leaves a
+// segment until half of it is garbage.
+func (f *FSM) Purge(before int64) (purged, more bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.cur.Load()
+	a := old.arena
+	for _, s := range a.all {
+		if s.freed == 0 || s.freed > before {
+			continue
+		}
+		if s == a.cur {
+			a.seal()
+		}
+		if !s.queued {
+			s.queued = true
+			a.sparse = append(a.sparse, s)
+		}
+	}
+	if len(a.sparse) == 0 {
+		return false, false
+	}
+	tx := newTxn(old)
+	tx.compact()
+	f.publish(tx.commit())
+	f.dropSegments()
+	return true, len(a.sparse) > 0
+}
+
+// dropSegments removes the files of the segments nothing indexes any more,
+// unless a snapshot is being persisted, which may link them yet: then
+// the next apply after it does. Only the writer calls it.
+func (f *FSM) dropSegments() {
+	a := f.cur.Load().arena
+	if len(a.dropped) == 0 || f.persisting.Load() > 0 {
+		return
+	}
+	for _, s := range a.dropped {
+		f.segs.remove(s)
+	}
+	a.dropped = nil
+}
+
+// Compacting returns how many segments wait for compaction.
+func (f *FSM) Compacting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cur.Load().arena.sparse)
+}
+
+// Snapshot captures the current state. It copies nothing: the state is
+// immutable, so Persist can write it while applies go on. It seals the
+// active segment, so that every segment the snapshot refers to is one
+// that never changes again.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.sinceSnapshot.Store(0)
+	return f.capture(), nil
+}
+
+func (f *FSM) capture() *snapshot {
+	v := byte(snapshotSegments)
+	if fn := f.peerProto.Load(); fn != nil {
+		switch proto := (*fn)(); {
+		case proto < s2Protocol:
+			v = snapshotGzip
+		case proto < segmentsProtocol:
+			v = snapshotS2
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.cur.Load()
+	s.arena.seal()
+	f.persisting.Add(1)
+	return &snapshot{s: s, version: v, done: func() { f.persisting.Add(-1) }}
+}
+
+// SetPeerProtocol tells the FSM how to learn the lowest protocol among the
+// cluster's members, so that it writes snapshots they can all read. Until
+// it is set, the FSM writes its newest snapshot version.
+func (f *FSM) SetPeerProtocol(fn func() int) { f.peerProto.Store(&fn) }
+
+// Restore replaces the whole state with a snapshot. It builds the new state
+// aside, in new segments, and swaps it in only once the snapshot was read
+// completely, so a failed restore leaves the old state untouched.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	start := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, err := readSnapshot(rc, f.segs)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	f.replace(s)
+	f.log.Info("restored snapshot", "index", s.index, "pastes", s.count, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// replace makes s the state, as a restore does, and lets go of the
+// segments of the state it replaces. The caller holds f.mu.
+func (f *FSM) replace(s *state) {
+	old := f.cur.Load().arena
+	old.dropAll()
+	s.arena.dropped = append(s.arena.dropped, old.dropped...)
+	old.dropped = nil
+	f.publish(s)
+	f.sinceSnapshot.Store(0)
+	if f.persisting.Load() == 0 {
+		// Whatever else the directory holds, a crash left.
+		f.segs.clean(s.arena.all)
+		s.arena.dropped = nil
+	}
+	f.dropSegments()
+}
