@@ -467,6 +467,7 @@ func (n *Node) snapshotLoop() {
 		case <-n.stop:
 			return
 		case <-tick.C:
+			n.purge()
 			if n.fsm.AppliedBytes()-n.lastSnapAt.Load() < n.cfg.SnapshotBytes {
 				continue
 			}
@@ -474,6 +475,46 @@ func (n *Node) snapshotLoop() {
 				n.log.Warn("size-triggered snapshot failed", "err", err)
 			}
 		}
+	}
+}
+
+// DefaultPurgeAfter is Config.PurgeAfter's default.
+const DefaultPurgeAfter = 10 * time.Minute
+
+// purge rewrites the segments that hold a paste removed more than half of
+// PurgeAfter ago (fsm.Purge), then snapshots, so that the snapshot that
+// linked the old segments, and with them the last copy of the content, is
+// replaced. A snapshot needs an entry applied since the last one: when
+// there is none, the leader appends a barrier, which every node applies,
+// and a follower waits for it (purgePending).
+func (n *Node) purge() {
+	if n.cfg.PurgeAfter < 0 {
+		return
+	}
+	before := time.Now().Add(-n.cfg.PurgeAfter / 2).UnixNano()
+	for {
+		purged, more := n.fsm.Purge(before)
+		if purged {
+			n.purgePending = true
+		}
+		if !more {
+			break
+		}
+	}
+	if !n.purgePending {
+		return
+	}
+	_, err := n.Snapshot()
+	if errors.Is(err, ErrNothingNew) && n.raft.State() == raft.Leader {
+		if err = n.raft.Barrier(n.cfg.WriteHold).Error(); err == nil {
+			_, err = n.Snapshot()
+		}
+	}
+	switch {
+	case err == nil:
+		n.purgePending = false
+	case !errors.Is(err, ErrNothingNew):
+		n.log.Warn("snapshot after a purge failed", "err", err)
 	}
 }
 

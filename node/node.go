@@ -20,7 +20,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,8 +27,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -82,8 +79,13 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
-	SnapshotBytes     int64         // snapshot after this many bytes applied
-	WriteHold         time.Duration // how long a write waits out an election
+	SnapshotBytes     int64 // snapshot after this many bytes applied
+	// PurgeAfter bounds how long the content of a deleted, burned or
+	// expired paste stays in the store's files and snapshots (see purge).
+	// Zero takes the default, DefaultPurgeAfter; negative: never purged
+	// before compaction would reclaim it anyway.
+	PurgeAfter time.Duration
+	WriteHold  time.Duration // how long a write waits out an election
 	// StorageReserve is the free space the data dir's file system keeps
 	// for deletes, burns, expiry and Raft itself: creates are refused with
 	// ErrStorageFull below it. Zero takes the default, 32 MiB; negative
@@ -191,6 +193,9 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = 64 << 20
 	}
+	if c.PurgeAfter == 0 {
+		c.PurgeAfter = DefaultPurgeAfter
+	}
 	if c.WriteHold == 0 {
 		c.WriteHold = 7 * time.Second
 	}
@@ -241,12 +246,13 @@ type Node struct {
 
 	storage *storageGuard
 
-	notify      chan bool
-	minProto    atomic.Pointer[func() int] // see SetPeerProtocol
-	closing     atomic.Bool
-	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
-	unannounced atomic.Int64  // writes to announce not committed yet (announceCommit)
-	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
+	notify       chan bool
+	minProto     atomic.Pointer[func() int] // see SetPeerProtocol
+	closing      atomic.Bool
+	barrierTerm  atomic.Uint64 // the term whose Barrier this leader passed
+	unannounced  atomic.Int64  // writes to announce not committed yet (announceCommit)
+	lastSnapAt   atomic.Int64  // FSM.AppliedBytes at the last snapshot
+	purgePending bool          // purged since the last snapshot; snapshotLoop's own
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
 	timeouts      atomic.Pointer[raft.ReloadableConfig]
@@ -350,6 +356,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	n.logs = logs
 
 	rc := n.raftConfig(hlog)
+	rc.NoSnapshotRestoreOnStart = true
 	has, err := raft.HasExistingState(logs, n.bolt, snaps)
 	if err != nil {
 		return fmt.Errorf("check raft state: %w", err)
@@ -383,39 +390,6 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	go func() { defer n.wg.Done(); n.catchUpAtStart() }()
 	n.log.Info("raft started", "id", n.cfg.ID, "addr", n.cfg.AdvertiseAddr, "existing_state", has, "cluster_id", n.ClusterID())
 	return nil
-}
-
-// openStores opens the Raft log (bolt) and the snapshot store, and refuses
-// a data dir that Raft could not start from, naming the damaged file.
-func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, raft.SnapshotStore, error) {
-	boltPath := filepath.Join(n.cfg.DataDir, "raft.db")
-	if err := checkBoltFile(boltPath); err != nil {
-		return nil, nil, err
-	}
-	var err error
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        boltPath,
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return nil, nil, fmt.Errorf("open raft log %s: locked: another pastenode runs on data dir %s", boltPath, n.cfg.DataDir)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("open raft log %s: %w", boltPath, err)
-	}
-	n.bolt = &boltLog{BoltStore: store, path: boltPath}
-	logs, err := raft.NewLogCache(512, n.bolt)
-	if err != nil {
-		return nil, nil, fmt.Errorf("log cache: %w", err)
-	}
-	snaps, err := openSnapshotFiles(n.cfg.DataDir, 2, hlog)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open snapshot store: %w", err)
-	}
-	if err := checkSnapshots(n.cfg.DataDir, n.bolt, snaps); err != nil {
-		return nil, nil, err
-	}
-	return logs, snaps, nil
 }
 
 func (n *Node) listen(hlog hclog.Logger) error {

@@ -6,13 +6,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/pastenode/pastenode/fsm"
 )
 
-// snapshotFiles is Raft's file snapshot store with an Open that reads a
-// snapshot once instead of twice.
+// snapshotFiles is Raft's file snapshot store, fitted to the FSM's
+// segments, with an Open that reads a snapshot once instead of twice.
+//
+// The FSM persists a snapshot as a manifest in state.bin with its
+// segments hard-linked beside it (fsm.ExpandSnapshot), so a sink names
+// its directory (Dir), and Open hands out such a snapshot as the one
+// stream a follower installs, of the size Raft must send ahead of it.
 //
 // FileSnapshotStore.Open reads the whole state.bin for its CRC-64 before
 // it hands the file over, and the restore then reads it again: for a large
@@ -33,7 +41,63 @@ type snapshotFiles struct {
 // newest retain snapshots.
 func openSnapshotFiles(dataDir string, retain int, hlog hclog.Logger) (snapshotFiles, error) {
 	fs, err := raft.NewFileSnapshotStoreWithLogger(dataDir, retain, hlog)
-	return snapshotFiles{fs, filepath.Join(dataDir, "snapshots")}, err
+	s := snapshotFiles{fs, filepath.Join(dataDir, "snapshots")}
+	if err == nil {
+		s.removeUnfinished()
+	}
+	return s, err
+}
+
+// removeUnfinished removes the directories of snapshots a crash left
+// unfinished, which Raft only warns of: their links would keep segments,
+// and the content of pastes removed since, on disk.
+func (s snapshotFiles) removeUnfinished() {
+	entries, _ := os.ReadDir(s.dir)
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), ".tmp") {
+			os.RemoveAll(filepath.Join(s.dir, e.Name()))
+		}
+	}
+}
+
+// Create starts a snapshot whose sink names its directory.
+func (s snapshotFiles) Create(version raft.SnapshotVersion, index, term uint64,
+	conf raft.Configuration, confIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.FileSnapshotStore.Create(version, index, term, conf, confIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	// FileSnapshotStore writes a snapshot into <id>.tmp and renames it
+	// at Close; the links made meanwhile move with it.
+	dir := filepath.Join(s.dir, sink.ID()+".tmp")
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		sink.Cancel()
+		return nil, fmt.Errorf("create snapshot: the snapshot store did not make %s", dir)
+	}
+	return dirSink{sink, dir}, nil
+}
+
+// dirSink is a sink of the file snapshot store that names its directory.
+type dirSink struct {
+	raft.SnapshotSink
+	dir string
+}
+
+func (s dirSink) Dir() string { return s.dir }
+
+// Load makes f's state the newest snapshot, as Raft would restore it
+// were NoSnapshotRestoreOnStart not set: Raft then takes the newest
+// snapshot's index as applied, so it is the newest or none.
+func (s snapshotFiles) Load(f *fsm.FSM) error {
+	metas, err := s.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	dir := filepath.Join(s.dir, metas[0].ID)
+	if err := f.LoadSnapshot(dir); err != nil {
+		return damaged(dir, fmt.Sprintf("the newest snapshot cannot be read (%v)", err))
+	}
+	return nil
 }
 
 // Open opens the snapshot id as FileSnapshotStore lays it out: the
@@ -43,13 +107,16 @@ func (s snapshotFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error
 		return nil, nil, fmt.Errorf("open snapshot %q: not a snapshot id", id)
 	}
 	dir := filepath.Join(s.dir, id)
-	raw, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	meta, err := s.meta(id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
+		return nil, nil, err
 	}
-	var meta raft.SnapshotMeta
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return nil, nil, fmt.Errorf("open snapshot %s: meta.json: %w", id, err)
+	if size, rc, ok, err := fsm.ExpandSnapshot(dir); err != nil || ok {
+		if err != nil {
+			return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
+		}
+		meta.Size = size
+		return meta, rc, nil
 	}
 	f, err := os.Open(filepath.Join(dir, "state.bin"))
 	if err != nil {
@@ -63,5 +130,18 @@ func (s snapshotFiles) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error
 		f.Close()
 		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
 	}
-	return &meta, f, nil
+	return meta, f, nil
+}
+
+// meta reads the meta.json of snapshot id.
+func (s snapshotFiles) meta(id string) (*raft.SnapshotMeta, error) {
+	raw, err := os.ReadFile(filepath.Join(s.dir, id, "meta.json"))
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot %s: %w", id, err)
+	}
+	var meta raft.SnapshotMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, fmt.Errorf("open snapshot %s: meta.json: %w", id, err)
+	}
+	return &meta, nil
 }

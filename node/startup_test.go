@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 
-	"github.com/klauspost/compress/s2"
+	"github.com/pastenode/pastenode/fsm"
 )
 
 // closedNodeWithData runs a node with TrailingLogs 1, writes and snapshots,
@@ -132,42 +133,78 @@ func TestIntactDataDirReopens(t *testing.T) {
 	}
 }
 
-// TestSnapshotFileHoldsNoConsumedContent consumes a burn paste and takes a
-// snapshot at once, well within the consume grace, and checks that the
-// snapshot file on disk does not hold the content.
-func TestSnapshotFileHoldsNoConsumedContent(t *testing.T) {
-	n := openNode(t)
+// TestRemovedContentIsPurged consumes a burn paste and deletes another,
+// with snapshots taken at once, while both are still in their segments;
+// within PurgeAfter no file of the store or the snapshots holds either
+// content, and a paste kept survives the purge and a restart.
+func TestRemovedContentIsPurged(t *testing.T) {
+	n := openNode(t, func(c *Config) { c.PurgeAfter = 2 * time.Second })
 	ctx := context.Background()
-	secret := "burn-this-3e1f0a7c9d"
-	p, err := n.Create(ctx, CreateRequest{Content: []byte(secret), Burn: true})
+	burnt, deleted := "burn-this-3e1f0a7c9d", "delete-this-8b2d4f6a1c"
+	p, err := n.Create(ctx, CreateRequest{Content: []byte(burnt), Burn: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := n.Consume(ctx, p.ID)
-	if err != nil || string(got.Content) != secret {
-		t.Fatalf("consume = %v, %v", got, err)
+	d, err := n.Create(ctx, CreateRequest{Content: []byte(deleted), DeleteToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough kept beside them that compaction alone would leave their
+	// segment be.
+	var kept *fsm.Paste
+	for range 20 {
+		if kept, err = n.Create(ctx, CreateRequest{Content: []byte("kept")}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	states, _ := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "state.bin"))
-	if len(states) == 0 {
-		t.Fatal("no snapshot file")
+	if got, err := n.Consume(ctx, p.ID); err != nil || string(got.Content) != burnt {
+		t.Fatalf("consume = %v, %v", got, err)
 	}
-	for _, path := range states {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The format is a 7-byte header, then an S2 stream.
-		plain, err := io.ReadAll(s2.NewReader(bytes.NewReader(raw[7:])))
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if bytes.Contains(plain, []byte(secret)) || bytes.Contains(raw, []byte(secret)) {
-			t.Fatalf("%s holds the consumed burn paste's content", path)
-		}
+	if err := n.Delete(ctx, d.ID, "tok", false); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	holding := func() []string {
+		var paths []string
+		for _, dir := range []string{"store", "snapshots"} {
+			filepath.Walk(filepath.Join(n.cfg.DataDir, dir), func(path string, fi os.FileInfo, err error) error {
+				if err != nil || fi.IsDir() {
+					return nil
+				}
+				raw, _ := os.ReadFile(path)
+				if bytes.Contains(raw, []byte(burnt)) || bytes.Contains(raw, []byte(deleted)) {
+					paths = append(paths, path)
+				}
+				return nil
+			})
+		}
+		return paths
+	}
+	if len(holding()) == 0 {
+		t.Fatal("no file held the content before the purge: the test tests nothing")
+	}
+	deadline := time.Now().Add(n.cfg.PurgeAfter + 10*time.Second)
+	for paths := holding(); len(paths) > 0; paths = holding() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, %v still hold removed content", n.cfg.PurgeAfter, paths)
+		}
+		runtime.GC() // closes the descriptors of the files removed
+		time.Sleep(100 * time.Millisecond)
+	}
+	cfg := n.cfg
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = openNode(t, func(c *Config) { *c = cfg })
+	waitFor(t, 10*time.Second, "the paste kept after a restart", func() bool {
+		_, ok := n.fsm.Get(kept.ID, time.Now())
+		return ok
+	})
 }
 
 func TestSecondNodeOnADataDirSaysItIsLocked(t *testing.T) {

@@ -260,6 +260,15 @@ func (s guardedSink) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// Dir is the directory of a sink of the node's snapshot store, where the
+// FSM links its segments; "" for any other sink.
+func (s guardedSink) Dir() string {
+	if d, ok := s.SnapshotSink.(interface{ Dir() string }); ok {
+		return d.Dir()
+	}
+	return ""
+}
+
 func (s guardedSink) Close() error {
 	err := s.SnapshotSink.Close()
 	s.g.failed(err)
