@@ -44,6 +44,7 @@ type config struct {
 	TrustedProxies  []netip.Prefix
 	CreateTokens    string
 	StorageReserve  int64 // -1: off
+	PurgeAfter      time.Duration
 	Log             logConfig
 	TimeScale       float64
 	ReadLease       time.Duration
@@ -111,11 +112,12 @@ func (c *config) addFlags(fs *flag.FlagSet, text *flagText) {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "certificate file: serve HTTPS")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "private key file for --tls-cert")
 	fs.IntVar(&c.RateLimit, "rate-limit", defaultRateLimit, "writes (creates, deletes, reveals, admin writes) per minute per client IP; 0: off")
-	fs.StringVar(&text.maxStore, "max-store-bytes", "", "paste content the store may hold before creates get 507 (default: 1/4 of memory; 0: no limit)")
+	fs.StringVar(&text.maxStore, "max-store-bytes", "", "paste content the store may hold before creates get 507 (default: the data dir's file system less --storage-reserve; 0: no limit)")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "HTTP connections open at once per client IP; 0: no limit")
 	fs.StringVar(&text.proxies, "trusted-proxies", "", "comma-separated CIDRs or IPs of reverse proxies whose X-Forwarded-* headers are believed")
 	fs.StringVar(&c.CreateTokens, "create-tokens", "", "file of tokens that creates need, one TOKEN or NAME:TOKEN a line; re-read when it changes (default: anyone may create)")
 	fs.StringVar(&text.reserve, "storage-reserve", "32MiB", "free space the data dir keeps for deletes and Raft: creates get 507 below it; 0: off")
+	fs.DurationVar(&c.PurgeAfter, "purge-after", node.DefaultPurgeAfter, "longest time the content of a deleted, burned or expired paste stays in the data dir's files; 0: only as compaction reclaims space")
 	fs.Float64Var(&c.TimeScale, "raft-time-scale", 1, "multiplies Raft's timeouts (more for slow machines)")
 	fs.DurationVar(&c.ReadLease, "read-lease", node.DefaultReadLease, "how long a node serves local hits without hearing from the leader; a cut-off node stops serving after it")
 }
@@ -166,7 +168,7 @@ func (c *config) parseText(text flagText) error {
 	}
 	switch text.maxStore {
 	case "":
-		c.MaxStoreBytes = defaultMaxStoreBytes()
+		c.MaxStoreBytes = defaultMaxStoreBytes(c.DataDir, c.StorageReserve)
 	case "0":
 	default:
 		if c.MaxStoreBytes, err = parseSize(text.maxStore); err != nil {

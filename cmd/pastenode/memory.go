@@ -7,11 +7,6 @@ import (
 	"strings"
 )
 
-// defaultStoreFraction is the share of the memory available to the node
-// that the store may fill by default (--max-store-bytes): every paste is
-// held in memory, and Raft and snapshots need room too.
-const defaultStoreFraction = 4
-
 // availableMemory is the smaller of the machine's physical memory
 // (/proc/meminfo) and the cgroup's memory limit, or 0 when neither is
 // known.
@@ -41,10 +36,4 @@ func availableMemory() int64 {
 		}
 	}
 	return total
-}
-
-// defaultMaxStoreBytes is --max-store-bytes when none is given: a quarter
-// of the available memory, or no limit when that is unknown.
-func defaultMaxStoreBytes() int64 {
-	return availableMemory() / defaultStoreFraction
 }

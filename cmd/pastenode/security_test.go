@@ -115,8 +115,8 @@ func TestSecurityFlags(t *testing.T) {
 	if c.RateLimit <= 0 || c.MaxConnsPerIP <= 0 {
 		t.Errorf("defaults: rate limit %d, conns per IP %d; want both on", c.RateLimit, c.MaxConnsPerIP)
 	}
-	if mem := availableMemory(); mem > 0 && c.MaxStoreBytes != mem/4 {
-		t.Errorf("default max store bytes: got %d, want a quarter of %d", c.MaxStoreBytes, mem)
+	if want := defaultMaxStoreBytes(c.DataDir, c.StorageReserve); want <= 0 || c.MaxStoreBytes != want {
+		t.Errorf("default max store bytes: got %d, want the data dir's file system less the reserve, %d", c.MaxStoreBytes, want)
 	}
 	c, err = parseFlags([]string{"--node-id", "x", "--rate-limit", "0", "--max-store-bytes", "0",
 		"--trusted-proxies", "10.0.0.0/8, 127.0.0.1,::1"}, noEnv)

@@ -169,6 +169,7 @@ func nodeConfig(c *config, log *slog.Logger) node.Config {
 		Logger:          log,
 		TimeScale:       c.TimeScale,
 		StorageReserve:  c.StorageReserve,
+		PurgeAfter:      purgeAfter(c.PurgeAfter),
 		ReadLease:       c.ReadLease,
 		IDLength:        c.IDLength,
 		AdminToken:      c.AdminToken,
@@ -334,4 +335,13 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	}
 	r.cert, r.modTime = &cert, latest
 	return r.cert, nil
+}
+
+// purgeAfter is node.Config.PurgeAfter for the --purge-after flag, whose
+// 0 means off.
+func purgeAfter(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
