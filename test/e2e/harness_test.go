@@ -114,8 +114,10 @@ type proc struct {
 	env      []string // more environment, KEY=value
 	// httpByEnv passes the HTTP address as PASTE_HTTP_ADDR, not as a flag.
 	httpByEnv bool
-	URL       string
-	logPath   string
+	// bin is the pastenode binary to run; "": the one this test run built.
+	bin     string
+	URL     string
+	logPath string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has exited
@@ -180,7 +182,11 @@ func (p *proc) start() {
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
-	p.cmd = exec.Command(binary(p.t, "pastenode"), append(args, p.args...)...)
+	bin := p.bin
+	if bin == "" {
+		bin = binary(p.t, "pastenode")
+	}
+	p.cmd = exec.Command(bin, append(args, p.args...)...)
 	p.cmd.Env = append(env, p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
