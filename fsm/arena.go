@@ -59,7 +59,9 @@ func (a *arena) put(p *Paste) (ref, error) {
 // write appends rec to the active segment, counted as live.
 func (a *arena) write(rec []byte) (ref, error) {
 	if a.cur == nil || a.cur.size >= sealSize {
-		a.seal()
+		if err := a.seal(); err != nil {
+			return ref{}, err
+		}
 		s, err := a.segs.create()
 		if err != nil {
 			return ref{}, err
@@ -67,23 +69,33 @@ func (a *arena) write(rec []byte) (ref, error) {
 		a.cur = s
 		a.all[s.id] = s
 	}
-	off, err := a.cur.append(rec)
-	if err != nil {
-		return ref{}, err
-	}
+	off := a.cur.append(rec)
 	a.cur.live += int64(len(rec))
 	return ref{a.cur, uint32(off), uint32(len(rec))}, nil
 }
 
-// seal ends the active segment: the next write starts a new one.
-func (a *arena) seal() {
+// flush writes what the writes since the last flush collected. Everything
+// a state indexes must be flushed before the state is published.
+func (a *arena) flush() error {
+	if a.cur == nil {
+		return nil
+	}
+	return a.cur.flush()
+}
+
+// seal ends the active segment, flushed: the next write starts a new one.
+func (a *arena) seal() error {
 	s := a.cur
 	if s == nil || s.size == 0 {
-		return
+		return nil
+	}
+	if err := s.flush(); err != nil {
+		return err
 	}
 	s.sealed = true
 	a.cur = nil
 	a.check(s)
+	return nil
 }
 
 // free counts r's record as garbage, removed at now.

@@ -158,9 +158,19 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.sinceSnapshot.Add(int64(max(1, len(c.Batch))))
 	}
 	tx.compact()
+	f.commit(tx)
+	return out
+}
+
+// commit writes what tx appended to its segments and publishes its state.
+// A write that fails stops the node: the applies happened, on every node,
+// and this one must not go on without them.
+func (f *FSM) commit(tx *txn) {
+	if err := tx.arena.flush(); err != nil {
+		panic(fmt.Sprintf("fsm: %v", err))
+	}
 	f.publish(tx.commit())
 	f.dropSegments()
-	return out
 }
 
 func (f *FSM) publish(s *state) {

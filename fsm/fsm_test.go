@@ -489,7 +489,11 @@ func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
 
 func BenchmarkApplyCreate(b *testing.B) {
 	const batch = 16
-	l := newLog(b)
+	f, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &log{t: b, f: f}
 	content := bytes.Repeat([]byte("x"), 1024)
 	rng := rand.New(rand.NewPCG(1, 2))
 	id := func() string { return fmt.Sprintf("%010x", rng.Uint64()&(1<<40-1)) }

@@ -251,7 +251,8 @@ func readSegmentedStream(r io.Reader, a *arena) (st *state, err error) {
 			if _, err := io.ReadFull(r, chunk); err != nil {
 				return nil, fmt.Errorf("%w: segment %d: %v", ErrSnapshot, e.ID, err)
 			}
-			if _, err := s.append(chunk); err != nil {
+			s.append(chunk)
+			if err := s.flush(); err != nil {
 				return nil, err
 			}
 			left -= int64(len(chunk))

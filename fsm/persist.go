@@ -40,8 +40,7 @@ func (f *FSM) Compact() (more bool) {
 	}
 	tx := newTxn(old)
 	tx.compact()
-	f.publish(tx.commit())
-	f.dropSegments()
+	f.commit(tx)
 	return len(old.arena.sparse) > 0
 }
 
@@ -62,7 +61,9 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 			continue
 		}
 		if s == a.cur {
-			a.seal()
+			if err := a.seal(); err != nil {
+				panic(fmt.Sprintf("fsm: %v", err))
+			}
 		}
 		if !s.queued {
 			s.queued = true
@@ -74,8 +75,7 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 	}
 	tx := newTxn(old)
 	tx.compact()
-	f.publish(tx.commit())
-	f.dropSegments()
+	f.commit(tx)
 	return true, len(a.sparse) > 0
 }
 
@@ -122,7 +122,9 @@ func (f *FSM) capture() *snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.cur.Load()
-	s.arena.seal()
+	if err := s.arena.seal(); err != nil {
+		panic(fmt.Sprintf("fsm: %v", err))
+	}
 	f.persisting.Add(1)
 	return &snapshot{s: s, version: v, done: func() { f.persisting.Add(-1) }}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -202,12 +203,15 @@ type segment struct {
 	file segmentFile
 	path string // "" in memory
 	crc  uint32 // of bytes [0, size), kept while appending
-	// size and sealed are the writer's; a state records the sizes it
-	// needs in its own fields.
-	size   int64
-	sealed bool
-	live   int64 // bytes of records still indexed; the writer's
-	queued bool  // waiting for compaction
+	// size and sealed are the writer's. Appends collect in pending, which
+	// flush writes at the end of an apply batch, before any reader can
+	// look for them: one write a batch rather than one a paste.
+	size    int64
+	sealed  bool
+	pending []byte
+	flushed atomic.Int64 // bytes written to the file
+	live    int64        // bytes of records still indexed; the writer's
+	queued  bool         // waiting for compaction
 	// freed is the Command.Now of the first removal of a record of s,
 	// 0 while it has none: Purge compacts s once that is old enough.
 	freed int64
@@ -233,24 +237,49 @@ func closeWhenUnreachable(s *segment) {
 	runtime.AddCleanup(s, func(f segmentFile) { f.Close() }, s.file)
 }
 
-// read returns the n bytes at off, in a buffer of their own.
+// read returns the n bytes at off, in a buffer of their own. Bytes not
+// flushed yet are the writer's to read, from pending.
 func (s *segment) read(off int64, n uint32) ([]byte, error) {
 	b := make([]byte, n)
+	if flushed := s.flushed.Load(); off+int64(n) > flushed {
+		if off < flushed || int(off-flushed)+int(n) > len(s.pending) {
+			return nil, fmt.Errorf("read segment %s at %d: past its end", segmentName(s.id), off)
+		}
+		copy(b, s.pending[off-flushed:])
+		return b, nil
+	}
 	if _, err := s.file.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("read segment %s at %d: %w", segmentName(s.id), off, err)
 	}
 	return b, nil
 }
 
-// append writes rec at the end of s and returns its offset.
-func (s *segment) append(rec []byte) (int64, error) {
+// append adds rec at the end of s, to be written by flush, and returns its
+// offset.
+func (s *segment) append(rec []byte) int64 {
 	off := s.size
-	if _, err := s.file.WriteAt(rec, off); err != nil {
-		return 0, fmt.Errorf("write segment %s: %w", segmentName(s.id), err)
-	}
+	s.pending = append(s.pending, rec...)
 	s.size += int64(len(rec))
 	s.crc = crc32.Update(s.crc, castagnoli, rec)
-	return off, nil
+	return off
+}
+
+// flush writes what append collected.
+func (s *segment) flush() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	at := s.flushed.Load()
+	if _, err := s.file.WriteAt(s.pending, at); err != nil {
+		return fmt.Errorf("write segment %s: %w", segmentName(s.id), err)
+	}
+	s.flushed.Store(at + int64(len(s.pending)))
+	if cap(s.pending) > 1<<20 {
+		s.pending = nil // a compaction's or a large paste's: let it go
+	} else {
+		s.pending = s.pending[:0]
+	}
+	return nil
 }
 
 // segments makes and opens the segments of one FSM: files in dir, or
@@ -349,6 +378,7 @@ func openSegments(dir string) (*segments, error) {
 func (ss *segments) adopt(src string, id uint64, size int64, crc uint32) (*segment, error) {
 	ss.next = max(ss.next, id)
 	s := &segment{id: id, size: size, crc: crc, sealed: true}
+	s.flushed.Store(size)
 	s.path = filepath.Join(ss.dir, segmentName(id))
 	if err := linkFile(src, s.path); err != nil {
 		return nil, fmt.Errorf("link segment %s: %w", segmentName(id), err)

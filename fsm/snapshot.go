@@ -208,7 +208,7 @@ func readSnapshot(r io.Reader, segs *segments) (*state, error) {
 	a := newArena(segs)
 	s, err := decodeState(msgpack.NewDecoder(zr), version, a)
 	if err == nil {
-		a.seal()
+		err = a.seal()
 	}
 	if err != nil {
 		for _, sg := range a.all {
