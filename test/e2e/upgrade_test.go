@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,6 +146,12 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	write("old after snapshot", 20)
 	check("old cluster")
+	// A backup of the old version, restored by this one at the end.
+	backup := filepath.Join(t.TempDir(), "old.backup")
+	if r := pastectl(t, nodes[2].URL, nil, "--data-dir", nodes[2].dataDir, "backup", "--out", backup); r.code != 0 {
+		t.Fatalf("pastectl backup of the old cluster: exit %d %q", r.code, r.stderr)
+	}
+	backedUp := maps.Clone(want)
 
 	for i, p := range nodes {
 		step := "node " + strconv.Itoa(i+1) + " upgraded"
@@ -177,4 +184,16 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	write("after restart", 10)
 	check("upgraded cluster restarted")
+
+	// The old version's backup restores into one node of this version.
+	lone := newNode(t, "up-restored")
+	if r := run(t, "pastenode", nil, nil, "restore", "--from", backup, "--data-dir", lone.dataDir,
+		"--node-id", lone.id, "--raft-addr", lone.raftAddr); r.code != 0 {
+		t.Fatalf("pastenode restore of the old version's backup: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	lone.args = []string{"--bootstrap-expect", "1"}
+	lone.start()
+	lone.waitReady()
+	nodes, want = []*proc{lone}, backedUp
+	check("the old backup restored")
 }
