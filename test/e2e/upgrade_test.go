@@ -96,16 +96,7 @@ func TestRollingUpgrade(t *testing.T) {
 			want[id] = sha256.Sum256(content)
 		}
 		id, token := mustPost(t, nodes[0].URL, []byte(step+" deleted"))
-		req, _ := http.NewRequest(http.MethodDelete, nodes[1].URL+"/"+id, nil)
-		req.Header.Set("X-Delete-Token", token)
-		resp, err := backupClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("%s: delete: status %d", step, resp.StatusCode)
-		}
+		do(t, http.MethodDelete, nodes[1].URL+"/"+id, nil, "X-Delete-Token", token).expect(t, step+": delete", http.StatusNoContent)
 		gone = append(gone, id)
 	}
 	check := func(step string) {
