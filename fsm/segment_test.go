@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -301,4 +302,43 @@ func heapAlloc() int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestOpenContent: a large paste's content comes as a file region that
+// holds its bytes, with the paste's other fields, and stays readable after
+// compaction removed its segment's file; a paste in memory is refused
+// with ErrNoContentFile.
+func TestOpenContent(t *testing.T) {
+	l, _ := openLog(t)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 8<<10)
+	l.apply(create("big", "rb", func(p *Paste) { p.Content = big; p.Title = "t"; p.Lang = "go" }))
+	l.apply(create("small", "rs"))
+	now := time.Unix(0, 2*sec)
+	p, c, ok, err := l.f.OpenContent("big", now)
+	if err != nil || !ok {
+		t.Fatalf("OpenContent: %v, %v", ok, err)
+	}
+	defer c.Close()
+	if p.ID != "big" || p.Title != "t" || p.Lang != "go" || p.RequestID != "rb" || p.Content != nil || !p.Text ||
+		!bytes.Equal(p.TokenHash, HashToken("tok-big")) {
+		t.Fatalf("paste %+v", p)
+	}
+	// The segment goes: sealed, then compacted once the paste is gone.
+	sn, _ := l.f.Snapshot()
+	sn.Release()
+	l.apply(&Command{Type: TypeDelete, ID: "big", TokenHash: HashToken("tok-big"), Now: 2 * sec})
+	for l.f.Compact() {
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Equal(got, big) {
+		t.Fatalf("content: %d bytes, %v; want the %d written", len(got), err, len(big))
+	}
+	if _, _, ok, _ := l.f.OpenContent("big", now); ok {
+		t.Fatal("a deleted paste opened")
+	}
+	mem := newLog(t)
+	mem.apply(create("m", "rm"))
+	if _, _, _, err := mem.f.OpenContent("m", now); !errors.Is(err, ErrNoContentFile) {
+		t.Fatalf("a paste in memory: %v, want ErrNoContentFile", err)
+	}
 }
