@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
+	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/node"
 )
 
@@ -104,5 +107,41 @@ func BenchmarkCreate(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pastes/s")
+	})
+}
+
+// BenchmarkRawHandlers reads one paste through each server's raw read
+// without a cluster (a one-paste store), so that the figures are the
+// handlers' own: net/http's Handler, and ServeFast on fasthttp.
+func BenchmarkRawHandlers(b *testing.B) {
+	p := &fsm.Paste{ID: "abcdefgh", Content: bytes.Repeat([]byte("0123456789abcdef\n"), 60), CreatedAt: 1e18, ExpiresAt: 2e18}
+	p.Seal()
+	s := hotAPI(b, p, "")
+	b.Run("nethttp", func(b *testing.B) {
+		h := s.Handler()
+		req := httptest.NewRequest(http.MethodGet, "/raw/"+p.ID, nil)
+		w := &sink{h: http.Header{}}
+		b.ReportAllocs()
+		for b.Loop() {
+			clear(w.h)
+			w.code = 0
+			h.ServeHTTP(w, req)
+			if w.code != http.StatusOK {
+				b.Fatalf("GET /raw/%s: got %d, want 200", p.ID, w.code)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(http.MethodGet)
+		ctx.Request.SetRequestURI("/raw/" + p.ID)
+		ctx.Request.Header.SetHost("x")
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx.Response.Reset()
+			if !s.ServeFast(&ctx) {
+				b.Fatalf("GET /raw/%s: not answered", p.ID)
+			}
+		}
 	})
 }
