@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -94,6 +95,18 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveRaw(w, r, p, true)
+}
+
+// setDownloadHeaders sets the headers of a download of p (/download/ID):
+// a raw read's, but application/octet-stream whatever the paste holds and
+// an attachment named ui.DownloadName, as the old Rust pastebin sent it,
+// so that a browser saves the file rather than showing it.
+func setDownloadHeaders(h http.Header, p *fsm.Paste) {
+	httpx.SetRawHeaders(h, p)
+	h.Set("Content-Type", "application/octet-stream")
+	// Ids and extensions hold no quote or backslash: the plain quoted
+	// form, as the old pastebin sent it.
+	h.Set("Content-Disposition", `attachment; filename="`+ui.DownloadName(ui.PasteOf(p, false))+`"`)
 }
 
 // handlePasteyCreate is Pastey's POST /pastes: a form with title and body

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -228,13 +229,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A browser's form post ends on the paste's page.
-	if form != nil && ui.WantsHTML(r) {
+	if form != nil && httpx.WantsHTML(r) {
 		w.Header().Set("X-Paste-Id", created.ID)
 		w.Header().Set("X-Delete-Token", created.DeleteToken)
 		http.Redirect(w, r, s.cfg.BasePath+"/"+created.ID, http.StatusSeeOther)
 		return
 	}
-	s.writeCreated(w, r, created, ui.WantsJSON(r))
+	s.writeCreated(w, r, created, httpx.WantsJSON(r))
 }
 
 // createFromRequest creates the paste a raw body or a form describes and
@@ -311,7 +312,7 @@ func (s *Server) readCreateBody(w http.ResponseWriter, r *http.Request) ([]byte,
 			return s.checkSize(b, form)
 		}
 		content := formContent(form)
-		if ui.WantsHTML(r) {
+		if httpx.WantsHTML(r) {
 			// A browser sends every line break of a textarea as CRLF
 			// (HTML form submission), whatever was typed. The paste is
 			// the text the form showed, with LF, as the script's JSON

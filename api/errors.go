@@ -12,8 +12,8 @@ import (
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/cluster"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/node"
-	"github.com/pastenode/pastenode/ui"
 )
 
 // httpError is an error with the status code it answers with.
@@ -98,8 +98,8 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	case code >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
-	ui.WriteError(w, r, code, msg, func() bool {
-		if !ui.WantsHTML(r) || r.Method == http.MethodHead {
+	httpx.WriteError(w, r, code, msg, func() bool {
+		if !httpx.WantsHTML(r) || r.Method == http.MethodHead {
 			return false
 		}
 		s.htmlHeaders(w)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/pastenode/pastenode/ui"
+	"github.com/pastenode/pastenode/internal/httpx"
 )
 
 // ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
@@ -33,7 +33,7 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	h := rawHeaderPool.Get().(http.Header)
-	ui.SetRawHeaders(h, p)
+	httpx.SetRawHeaders(h, p)
 	h["Last-Modified"] = p.ReadInfo().LastModified()
 	rh := &ctx.Response.Header
 	for k, vs := range h {
@@ -87,7 +87,7 @@ func (s *Server) fastRawID(ctx *fasthttp.RequestCtx) (string, bool) {
 	if !ok || len(rest) == 0 || bytes.IndexByte(rest, '/') >= 0 {
 		return "", false
 	}
-	for _, k := range ui.ConditionalHeaders {
+	for _, k := range httpx.ConditionalHeaders {
 		if h.Peek(k) != nil {
 			return "", false
 		}

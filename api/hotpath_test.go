@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
 )
@@ -268,7 +269,7 @@ func TestRawReadAnswers(t *testing.T) {
 	}
 	// What ServeContent sends for the same paste, the reference.
 	want := httptest.NewRecorder()
-	ui.SetRawHeaders(want.Header(), p)
+	httpx.SetRawHeaders(want.Header(), p)
 	http.ServeContent(want, httptest.NewRequest(http.MethodGet, "/", nil), "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 
 	got := serve(http.MethodGet)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/pastenode/pastenode/ui"
+	"github.com/pastenode/pastenode/internal/httpx"
 )
 
 type metrics struct {
@@ -115,7 +115,7 @@ func (s *Server) instrumentRoutes(router *mux.Router) {
 func instrument(rm *routeMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &ui.StatusRecorder{ResponseWriter: w}
+		rec := &httpx.StatusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		rm.counter(r.Method, rec.Code()).Inc()
 		rm.latency.Observe(time.Since(start).Seconds())

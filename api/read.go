@@ -12,13 +12,14 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/ui"
 )
 
 // handleIndex is GET /: the new-paste form for browsers, a usage line for
 // everyone else. ?clone=ID fills the form with that paste.
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
-	if !ui.WantsHTML(r) {
+	if !httpx.WantsHTML(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("pastenode: curl --data-binary @- " + s.baseURL(r) + "/ < file\n"))
 		return
@@ -100,16 +101,13 @@ func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 // a 404 is the consume command's result, decided in the replicated state
 // (G4).
 func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste, download bool) {
-	setHeaders := ui.SetRawHeaders
+	setHeaders := httpx.SetRawHeaders
 	if download {
-		setHeaders = ui.SetDownloadHeaders
+		setHeaders = setDownloadHeaders
 	}
-	switch {
-	case !p.Burn && download:
-		ui.ServeDownload(w, r, p)
-		return
-	case !p.Burn:
-		ui.ServeRaw(w, r, p)
+	if !p.Burn {
+		setHeaders(w.Header(), p)
+		httpx.WriteRaw(w, r, p)
 		return
 	}
 	if r.Method == http.MethodHead {
@@ -155,7 +153,7 @@ func (s *Server) handleView(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	html := ui.WantsHTML(r)
+	html := httpx.WantsHTML(r)
 	switch {
 	case !html && p.Burn:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -418,7 +419,7 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 
 	cache := e.cacheHeaders(p)
 	h := http.Header{}
-	ui.SetRawHeaders(h, p)
+	httpx.SetRawHeaders(h, p)
 	for _, c := range cache { // in place of a live read's
 		h.Set(c.Name, c.Value)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -267,7 +268,7 @@ func TestExport(t *testing.T) {
 			// these headers (api's TestExportRoute compares the two).
 			ref := http.Header{}
 			p.Seal() // as the store hands it out
-			ui.SetRawHeaders(ref, p)
+			httpx.SetRawHeaders(ref, p)
 			ref.Set("Content-Length", strconv.Itoa(len(p.Content)))
 			for _, name := range []string{"Content-Type", "X-Content-Type-Options", "ETag", "Content-Length", "Content-Security-Policy", "Expires"} {
 				if g, w := got.Header().Get(name), ref.Get(name); g != w {

@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"github.com/pastenode/pastenode/ui"
+	"github.com/pastenode/pastenode/internal/httpx"
 )
 
 // FastHandler returns the mirror's handler for a fasthttp server, which
@@ -75,7 +75,7 @@ func (m *Server) serveFast(ctx *fasthttp.RequestCtx) (served bool) {
 		return false
 	}
 	h := &ctx.Request.Header
-	for _, k := range ui.ConditionalHeaders {
+	for _, k := range httpx.ConditionalHeaders {
 		if h.Peek(k) != nil {
 			return false
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pastenode/pastenode/cdb"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/ui"
 )
 
@@ -136,17 +137,17 @@ func clip(h http.Header) http.Header {
 // gzip and decoded to the others; a body in another encoding always goes
 // as it is. A plain GET or HEAD of a 200 is one write, without the
 // Accept-Ranges that http.ServeContent adds, as on the live node
-// (ui.ServeRaw); a conditional or Range request goes through
+// (httpx.ServeRaw); a conditional or Range request goes through
 // http.ServeContent (which leaves encoded bytes whole).
 func (p *prepared) write(w http.ResponseWriter, r *http.Request, now time.Time) {
 	hdr, body, encoded := p.header, p.body, false
 	if p.encoded != nil && (p.enc != "gzip" || acceptsGzip(r)) {
 		hdr, body, encoded = p.encHeader, p.encoded, true
 	}
-	// net/http counts a small body of a plain GET itself (ui.NetHTTPCounts);
+	// net/http counts a small body of a plain GET itself (httpx.NetHTTPCounts);
 	// http.ServeContent may not, when the body is encoded.
-	plain := p.status != http.StatusOK || !p.sniff && !ui.Conditional(r.Header)
-	counted := plain && r.Method == http.MethodGet && ui.NetHTTPCounts(len(body))
+	plain := p.status != http.StatusOK || !p.sniff && !httpx.Conditional(r.Header)
+	counted := plain && r.Method == http.MethodGet && httpx.NetHTTPCounts(len(body))
 	h := w.Header()
 	for k, v := range hdr {
 		if counted && k == "Content-Length" {

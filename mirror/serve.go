@@ -13,12 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pastenode/pastenode/ui"
+	"github.com/pastenode/pastenode/internal/httpx"
 )
 
 // ServeHTTP serves one request from the current archive.
 func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := &ui.StatusRecorder{ResponseWriter: w}
+	rec := &httpx.StatusRecorder{ResponseWriter: w}
 	// The archive is a memory mapping of its file: a read of a page that
 	// the file no longer has (cut short in place) faults, and the runtime
 	// would end the process. Here the fault panics instead (see faulted).
@@ -35,7 +35,7 @@ func (m *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // serving a file changed in place within its poll interval (see
 // checkInPlace). Either way the metrics count the request as a 503. Any
 // other panic goes on.
-func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
+func (m *Server) faulted(w *httpx.StatusRecorder, r *http.Request) {
 	e := recover()
 	if e == nil {
 		return
@@ -43,7 +43,7 @@ func (m *Server) faulted(w *ui.StatusRecorder, r *http.Request) {
 	if !isFault(e) {
 		panic(e)
 	}
-	route, _ := mirrorRoute(r.URL.Path, ui.WantsHTML(r))
+	route, _ := mirrorRoute(r.URL.Path, httpx.WantsHTML(r))
 	m.metrics.count(route, http.StatusServiceUnavailable)
 	if w.Sent() {
 		panic(http.ErrAbortHandler)
@@ -67,7 +67,7 @@ const errChanged = "the mirror's archive file changed in place; try again shortl
 // serve answers r and returns its route name for the metrics.
 func (m *Server) serve(w http.ResponseWriter, r *http.Request) string {
 	now := time.Now()
-	html := ui.WantsHTML(r)
+	html := httpx.WantsHTML(r)
 	route, key := mirrorRoute(r.URL.Path, html)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -225,8 +225,8 @@ func gzipAccepted(v string) bool {
 // fail answers with a one-line reason: JSON for API and JSON clients, the
 // archive's 404 page for browsers when it has one, else plain text.
 func (m *Server) fail(w http.ResponseWriter, r *http.Request, a *mirrorArchive, code int, msg string) {
-	ui.WriteError(w, r, code, msg, func() bool {
-		if code != http.StatusNotFound || a == nil || !ui.WantsHTML(r) {
+	httpx.WriteError(w, r, code, msg, func() bool {
+		if code != http.StatusNotFound || a == nil || !httpx.WantsHTML(r) {
 			return false
 		}
 		page, ok, err := a.lookup("/*")

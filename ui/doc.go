@@ -3,11 +3,10 @@
 // the one stylesheet and the one script are embedded in the binary, so a
 // node serves its UI without any outside asset. The package writes HTML to
 // an io.Writer and serves its static files. It also builds what the live
-// node (package api) and the static mirror (package mirror) both send for a
-// paste besides its page, so that the two answer alike: the headers of a
-// page (CSP included) and of the raw bytes, the metadata document, the
-// one-line error answer, and the StatusRecorder that both count requests
-// with. Routing and status codes stay with those packages.
+// node (package api) and the static mirror (package mirror) both show of a
+// paste besides its page, so that the two show alike: the metadata
+// document and the headers of a page (CSP included). The HTTP plumbing
+// they share is package httpx; routing and status codes stay with them.
 //
 // Plain pastes are highlighted on the server with chroma, using CSS classes
 // only: the page never carries a style attribute, an inline script or an
