@@ -54,8 +54,7 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	if ctx.IsHead() {
 		method = http.MethodHead
 	}
-	s.rawMetrics.counter(method, http.StatusOK).Inc()
-	s.rawMetrics.latency.Observe(time.Since(start).Seconds())
+	s.rawMetrics.observe(method, http.StatusOK, start)
 	return true
 }
 
