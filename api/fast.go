@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,13 +13,12 @@ import (
 )
 
 // ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
-// paste's raw bytes (GET or HEAD of /raw/{id}, no body, no query, no escapes, no
-// conditional or Range headers, no stale read asked for) and the paste is
-// there and does not burn, with the answer Handler would give: the same
-// headers and bytes, counted in the raw route's metrics. It reports
-// whether it answered. It leaves everything else unanswered for Handler,
-// a missing paste among them, so that the rules of errors, burns and
-// conditional answers live in one place.
+// paste's raw bytes (fastRawID) and the paste is there and does not burn,
+// with the answer Handler would give: the same headers and bytes, counted
+// in the raw route's metrics. It reports whether it answered. It leaves
+// everything else unanswered for Handler, a missing paste among them, so
+// that the rules of errors, burns and conditional answers live in one
+// place.
 func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		return false
@@ -28,7 +28,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	start := time.Now()
-	p, err := s.cfg.Store.Read(ctx, id, false)
+	stale := staleRead("", string(ctx.Request.Header.Peek(staleHeader)))
+	p, err := s.cfg.Store.Read(ctx, id, stale)
 	if err != nil || p.Burn {
 		return false
 	}
@@ -62,7 +63,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 // (raw reads), as they come on the wire: a front may send a connection
 // whose first request starts otherwise straight to Handler.
 func (s *Server) FastStarts() []string {
-	return []string{"GET " + string(s.rawPrefix), "HEAD " + string(s.rawPrefix)}
+	prefix := s.cfg.BasePath + httpx.RawPrefix
+	return []string{"GET " + prefix, "HEAD " + prefix}
 }
 
 // rawHeaderPool holds the header maps ServeFast fills.
@@ -70,9 +72,10 @@ var rawHeaderPool = sync.Pool{New: func() any { return http.Header{} }}
 
 // fastRawID is the paste id of a request ServeFast may answer, and whether
 // it is one: it has no body, its URI as sent is the path the router would
-// see (no escapes, no query) under Config.BasePath, and nothing in it asks
-// for more than the plain bytes. (fasthttp, like net/http, refuses an
-// HTTP/1.1 request without Host before it gets here.)
+// see (no escapes, no query) and a raw read's (httpx.RawID) under
+// Config.BasePath, and it asks for no conditional or partial answer.
+// (fasthttp, like net/http, refuses an HTTP/1.1 request without Host
+// before it gets here.)
 func (s *Server) fastRawID(ctx *fasthttp.RequestCtx) (string, bool) {
 	h := &ctx.Request.Header
 	if cl := h.ContentLength(); cl > 0 || cl == -1 { // -1: chunked
@@ -82,17 +85,14 @@ func (s *Server) fastRawID(ctx *fasthttp.RequestCtx) (string, bool) {
 	if bytes.IndexAny(uri, "%?#") >= 0 {
 		return "", false
 	}
-	rest, ok := bytes.CutPrefix(uri, s.rawPrefix)
-	if !ok || len(rest) == 0 || bytes.IndexByte(rest, '/') >= 0 {
-		return "", false
-	}
 	for _, k := range httpx.ConditionalHeaders {
 		if h.Peek(k) != nil {
 			return "", false
 		}
 	}
-	if h.Peek("X-Paste-Stale") != nil {
+	path, ok := strings.CutPrefix(string(uri), s.cfg.BasePath)
+	if !ok {
 		return "", false
 	}
-	return string(rest), true
+	return httpx.RawID(path)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/valyala/fasthttp"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
+	"github.com/pastenode/pastenode/ui"
 )
 
 // leftCode is the status a test's fasthttp server answers a request that
@@ -57,9 +61,10 @@ func serveFastOnly(t *testing.T, s *Server) string {
 // HEAD of a raw paste that does not burn, under the base path or none,
 // with the status, headers (but Date) and bytes Handler sends, text,
 // binary, expiring and over net/http's buffer alike, and counts them in
-// the same request metrics, and each starts as FastStarts says; everything
-// else it leaves: unknown ids, burns, queries, escapes, other paths and
-// methods, conditional, Range and stale reads.
+// the same request metrics, and each starts as FastStarts says, a stale
+// read asked for with X-Paste-Stale included; everything else it leaves:
+// unknown ids, burns, queries, escapes, other paths and methods,
+// conditional and Range reads.
 func TestServeFastAnswersAsHandler(t *testing.T) {
 	pastes := []*fsm.Paste{
 		{ID: "abcdefgh", Content: []byte("hello, world\n"), CreatedAt: 1e18, ExpiresAt: 2e18},
@@ -71,8 +76,10 @@ func TestServeFastAnswersAsHandler(t *testing.T) {
 		"/raw/abcdefgh/", "/raw/a/b", "/raw/abc%64efgh", "/abcdefgh", "/", "/paste/raw/abcdefgh"}
 	headers := [][]string{nil, {"Accept", "text/html"}, {"Accept", "application/json"}, {"Accept-Encoding", "gzip"},
 		{"If-None-Match", `"x"`}, {"Range", "bytes=0-1"}, {"If-Modified-Since", "Mon, 01 Jan 2001 00:00:00 GMT"},
-		{"If-Range", `"x"`}, {"X-Paste-Stale", "false"}}
-	plain := func(hdr []string) bool { return hdr == nil || hdr[0] == "Accept" || hdr[0] == "Accept-Encoding" }
+		{"If-Range", `"x"`}, {"X-Paste-Stale", "false"}, {"X-Paste-Stale", "true"}}
+	plain := func(hdr []string) bool {
+		return hdr == nil || hdr[0] == "Accept" || hdr[0] == "Accept-Encoding" || hdr[0] == "X-Paste-Stale"
+	}
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	for _, base := range []string{"", "/paste"} {
 		for _, p := range pastes {
@@ -147,6 +154,49 @@ func TestServeFastLeavesWhatNetHTTPRefuses(t *testing.T) {
 		c.Close()
 		if resp.StatusCode != want {
 			t.Errorf("%q: %d, want %d", req, resp.StatusCode, want)
+		}
+	}
+}
+
+// anyStore is a Store that holds a paste under every id.
+type anyStore struct{ oneStore }
+
+func (s *anyStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error) {
+	p := *s.p
+	p.ID = id
+	return &p, nil
+}
+
+// TestRawPathOneRule: every way the live node serves a raw read takes a
+// path for one exactly when httpx.RawID does, under a base path or none:
+// the router's raw route, the check before the router, ServeFast and the
+// first bytes a front sends to it (FastStarts).
+func TestRawPathOneRule(t *testing.T) {
+	paths := []string{"/raw/abcdefgh", "/raw/a", "/raw/", "/raw", "/raw/abcdefgh/", "/raw/a/b",
+		"/rawabcdefgh", "/abcdefgh", "/x/raw/abcdefgh", "/", "/raw/.."}
+	pages, err := ui.New(ui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fsm.Paste{Content: []byte("hello\n"), CreatedAt: 1e18}
+	for _, base := range []string{"", "/paste"} {
+		s, err := NewServer(Config{Store: &anyStore{oneStore{p: p}}, UI: pages, MaxPasteSize: 1 << 20, BasePath: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range paths {
+			_, want := httpx.RawID(path)
+			var m mux.RouteMatch
+			routed := s.router.Match(httptest.NewRequest(http.MethodGet, path, nil), &m) && m.Route != nil && m.Route.GetName() == "raw"
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod(http.MethodGet)
+			ctx.Request.SetRequestURI(base + path)
+			fast := s.ServeFast(&ctx)
+			starts := slices.ContainsFunc(s.FastStarts(), func(st string) bool { return strings.HasPrefix("GET "+base+path, st) })
+			if routed != want || isRaw(path) != want || fast != want || want && !starts {
+				t.Errorf("%s%s: RawID says %v, the router %v, before the router %v, ServeFast %v, FastStarts %v",
+					base, path, want, routed, isRaw(path), fast, starts)
+			}
 		}
 	}
 }

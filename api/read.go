@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,7 @@ func (s *Server) hotFirst() http.Handler {
 	create := s.router.Get("create").GetHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && rawID(r.URL.Path) != "":
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && isRaw(r.URL.Path):
 			raw.ServeHTTP(w, r)
 		case r.Method == http.MethodPost && r.URL.Path == "/":
 			create.ServeHTTP(w, r)
@@ -74,20 +75,12 @@ func (s *Server) hotFirst() http.Handler {
 	})
 }
 
-// rawID is the id in a /raw/{id} path, matched as the router matches the
-// route's pattern (one non-empty segment of the path as decoded), or "".
-func rawID(path string) string {
-	id, ok := strings.CutPrefix(path, "/raw/")
-	if !ok || strings.Contains(id, "/") {
-		return ""
-	}
-	return id
-}
+func isRaw(path string) bool { _, ok := httpx.RawID(path); return ok }
 
 // handleRaw is GET /raw/{id}: the exact bytes. A burn paste is consumed
 // through Raft; a HEAD does not consume it.
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
-	id := rawID(r.URL.Path)
+	id, _ := httpx.RawID(r.URL.Path)
 	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
 	if err != nil {
 		s.error(w, r, err)
@@ -275,18 +268,28 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// wantsStale reports whether the client opted into a stale read, answered
-// from this node's own copy even when it cannot confirm it with the
-// cluster: ?stale=true or the header X-Paste-Stale: true.
+// wantsStale is staleRead of r.
 func wantsStale(r *http.Request) bool {
-	var v string
-	if strings.Contains(r.URL.RawQuery, "stale") { // spares the hot path a parse
-		v = r.URL.Query().Get("stale")
+	return staleRead(r.URL.RawQuery, r.Header.Get(staleHeader))
+}
+
+// staleHeader is the request header that asks for a stale read.
+const staleHeader = "X-Paste-Stale"
+
+// staleRead reports whether a request with the raw query rawQuery and
+// the X-Paste-Stale value header opted into a stale read, answered from
+// this node's own copy even when it cannot confirm it with the cluster:
+// ?stale=true, or X-Paste-Stale: true when the query says nothing. Every
+// server's read asks the store for what this says.
+func staleRead(rawQuery, header string) bool {
+	v := header
+	if strings.Contains(rawQuery, "stale") { // spares the hot path a parse
+		if q, _ := url.ParseQuery(rawQuery); q.Get("stale") != "" {
+			v = q.Get("stale")
+		}
 	}
 	if v == "" {
-		if v = r.Header.Get("X-Paste-Stale"); v == "" {
-			return false
-		}
+		return false // ParseBool's error would cost every read an allocation
 	}
 	stale, _ := strconv.ParseBool(v)
 	return stale

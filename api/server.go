@@ -25,6 +25,7 @@ import (
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 	"github.com/pastenode/pastenode/mirror"
 	"github.com/pastenode/pastenode/node"
 	"github.com/pastenode/pastenode/ui"
@@ -154,9 +155,7 @@ type Server struct {
 	tokens  *createTokens // nil: anyone may create
 	started time.Time
 
-	// rawPrefix is the path of the raw route up to its id, and
-	// rawMetrics its instruments, for ServeFast.
-	rawPrefix  []byte
+	// rawMetrics are the raw route's instruments, for ServeFast.
 	rawMetrics *routeMetrics
 }
 
@@ -171,8 +170,6 @@ func NewServer(cfg Config) (*Server, error) {
 		router:  mux.NewRouter(),
 		limiter: newLimiter(cfg.RateLimit),
 		started: time.Now(),
-
-		rawPrefix: []byte(cfg.BasePath + "/raw/"),
 	}
 	s.metrics = newMetrics(cfg.Store)
 	if cfg.CreateTokensFile != "" {
@@ -205,7 +202,7 @@ func (s *Server) routes() {
 	// The raw read first: mux tries routes in order, and this one, the
 	// most frequent, overlaps none of the routes it comes before. A GET or
 	// HEAD of it does not even reach the router: see hotFirst.
-	r.HandleFunc("/raw/{id}", s.handleRaw).Methods(get...).Name("raw")
+	r.HandleFunc(httpx.RawPrefix+"{id}", s.handleRaw).Methods(get...).Name("raw")
 	r.HandleFunc("/healthz", s.handleHealthz).Methods(get...).Name("healthz")
 	r.HandleFunc("/readyz", s.handleReadyz).Methods(get...).Name("readyz")
 	r.Handle("/metrics", s.metrics.handler()).Methods(get...).Name("metrics")

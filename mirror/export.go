@@ -427,7 +427,7 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 	if c.rawGzip {
 		raw = c.raw
 	}
-	f, err := cdb.NewFile("/raw/"+p.ID, http.StatusOK, fileHeaders(sortedHeaders(h), nil, c.rawGzip), raw)
+	f, err := cdb.NewFile(httpx.RawPrefix+p.ID, http.StatusOK, fileHeaders(sortedHeaders(h), nil, c.rawGzip), raw)
 	if err != nil {
 		return err
 	}

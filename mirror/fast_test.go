@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/pastenode/pastenode/fsm"
+	"github.com/pastenode/pastenode/internal/httpx"
 )
 
 // serveFast serves m's FastServer on a loopback port and returns its base
@@ -204,5 +205,20 @@ func TestFastPanicCutsTheConnection(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "boom") {
 		t.Errorf("the panic was not logged: %q", logged.String())
+	}
+}
+
+// TestRawPathOneRule: the mirror takes a path for a raw read exactly when
+// the live node does (httpx.RawID), whether a browser or curl asks, so
+// that a mirror and a node answer the same paths alike.
+func TestRawPathOneRule(t *testing.T) {
+	for _, path := range []string{"/raw/abcdefgh", "/raw/a", "/raw/", "/raw", "/raw/abcdefgh/", "/raw/a/b",
+		"/rawabcdefgh", "/abcdefgh", "/x/raw/abcdefgh", "/", "/raw/.."} {
+		_, want := httpx.RawID(path)
+		for _, html := range []bool{false, true} {
+			if route, key := mirrorRoute(path, html); (route == "raw") != want || want && key != path {
+				t.Errorf("%s (html %v): route %q with key %q; RawID says %v", path, html, route, key, want)
+			}
+		}
 	}
 }

@@ -143,14 +143,14 @@ func mirrorRoute(path string, html bool) (route, key string) {
 			return "api_meta", path
 		}
 		return "api_unknown", ""
-	case strings.HasPrefix(path, "/raw/"):
-		if oneSegment(path, "/raw/") {
+	case strings.HasPrefix(path, httpx.RawPrefix):
+		if _, ok := httpx.RawID(path); ok {
 			return "raw", path
 		}
 	case oneSegment(path, "/"):
 		// curl gets the bytes, as from the live node.
 		if !html {
-			return "view", "/raw" + path
+			return "view", httpx.RawPrefix + path[1:]
 		}
 		return "view", path
 	}

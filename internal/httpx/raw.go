@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pastenode/pastenode/fsm"
@@ -18,6 +19,21 @@ var (
 	hvNoStore = []string{"no-store"}
 	hvNoCache = []string{"no-cache"}
 )
+
+// RawPrefix is the path of a raw read up to the paste's id: /raw/{id}.
+const RawPrefix = "/raw/"
+
+// RawID returns the id of a raw read's path, as the routers of the live
+// node and the mirror see it (decoded, under any base path): RawPrefix
+// and one non-empty path segment. It is the one place that decides which
+// paths are raw reads, for net/http's routes and the fast path alike.
+func RawID(path string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(path, RawPrefix)
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return "", false
+	}
+	return id, true
+}
 
 // SetRawHeaders sets the headers of a raw read of p. Pastes never change,
 // so the id and creation time make a strong ETag without hashing the
