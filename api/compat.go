@@ -101,8 +101,8 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 // a raw read's, but application/octet-stream whatever the paste holds and
 // an attachment named ui.DownloadName, as the old Rust pastebin sent it,
 // so that a browser saves the file rather than showing it.
-func setDownloadHeaders(h http.Header, p *fsm.Paste) {
-	httpx.SetRawHeaders(h, p)
+func setDownloadHeaders(h http.Header, p *fsm.Paste, length bool) {
+	httpx.SetRawHeaders(h, p, length)
 	h.Set("Content-Type", "application/octet-stream")
 	// Ids and extensions hold no quote or backslash: the plain quoted
 	// form, as the old pastebin sent it.

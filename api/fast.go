@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -14,11 +13,11 @@ import (
 
 // ServeFast answers ctx, on a fasthttp server, if it is a plain read of a
 // paste's raw bytes (fastRawID) and the paste is there and does not burn,
-// with the answer Handler would give: the same headers and bytes, counted
-// in the raw route's metrics. It reports whether it answered. It leaves
-// everything else unanswered for Handler, a missing paste among them, so
-// that the rules of errors, burns and conditional answers live in one
-// place.
+// with the answer Handler would give: the same headers (httpx.RawHeaders)
+// and bytes, counted in the raw route's metrics. It reports whether it
+// answered. It leaves everything else unanswered for Handler, a missing
+// paste among them, so that the rules of errors, burns and conditional
+// answers live in one place.
 func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	if !ctx.IsGet() && !ctx.IsHead() {
 		return false
@@ -33,27 +32,15 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	if err != nil || p.Burn {
 		return false
 	}
-	h := rawHeaderPool.Get().(http.Header)
-	httpx.SetRawHeaders(h, p)
-	h["Last-Modified"] = p.ReadInfo().LastModified()
 	rh := &ctx.Response.Header
-	for k, vs := range h {
-		for _, v := range vs {
-			rh.Add(k, v)
-		}
-	}
-	clear(h) // holds no paste's strings while pooled
-	rawHeaderPool.Put(h)
-	if ctx.IsHead() {
-		rh.SetContentLength(len(p.Content))
-	} else {
+	// fasthttp counts a GET's body itself, from SetBodyRaw.
+	httpx.RawHeaders(p, ctx.IsHead(), func(name string, value []string) { rh.Set(name, value[0]) })
+	method := http.MethodHead
+	if ctx.IsGet() {
+		method = http.MethodGet
 		// Not copied: a paste's record is never changed once written
 		// (fsm's arena), and the answer holds it until it is sent.
 		ctx.Response.SetBodyRaw(p.Content)
-	}
-	method := http.MethodGet
-	if ctx.IsHead() {
-		method = http.MethodHead
 	}
 	s.rawMetrics.observe(method, http.StatusOK, start)
 	return true
@@ -66,9 +53,6 @@ func (s *Server) FastStarts() []string {
 	prefix := s.cfg.BasePath + httpx.RawPrefix
 	return []string{"GET " + prefix, "HEAD " + prefix}
 }
-
-// rawHeaderPool holds the header maps ServeFast fills.
-var rawHeaderPool = sync.Pool{New: func() any { return http.Header{} }}
 
 // fastRawID is the paste id of a request ServeFast may answer, and whether
 // it is one: it has no body, its URI as sent is the path the router would

@@ -269,7 +269,7 @@ func TestRawReadAnswers(t *testing.T) {
 	}
 	// What ServeContent sends for the same paste, the reference.
 	want := httptest.NewRecorder()
-	httpx.SetRawHeaders(want.Header(), p)
+	httpx.SetRawHeaders(want.Header(), p, false)
 	http.ServeContent(want, httptest.NewRequest(http.MethodGet, "/", nil), "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 
 	got := serve(http.MethodGet)

@@ -99,13 +99,12 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste, 
 		setHeaders = setDownloadHeaders
 	}
 	if !p.Burn {
-		setHeaders(w.Header(), p)
+		setHeaders(w.Header(), p, httpx.RawLength(r, p))
 		httpx.WriteRaw(w, r, p)
 		return
 	}
 	if r.Method == http.MethodHead {
-		setHeaders(w.Header(), p)
-		w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
+		setHeaders(w.Header(), p, true)
 		return
 	}
 	if !s.allowWrite(w, r) {
@@ -119,8 +118,7 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste, 
 	s.metrics.burns.Inc()
 	// The one read there will ever be: the whole content, whatever
 	// If-None-Match or Range say.
-	setHeaders(w.Header(), p)
-	w.Header().Set("Content-Length", strconv.Itoa(len(p.Content)))
+	setHeaders(w.Header(), p, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(p.Content)
 }

@@ -419,8 +419,8 @@ func (e exporter) paste(j *exportJob, p *fsm.Paste, zc *cdb.Compressor) error {
 
 	cache := e.cacheHeaders(p)
 	h := http.Header{}
-	httpx.SetRawHeaders(h, p)
-	for _, c := range cache { // in place of a live read's
+	httpx.SetRawHeaders(h, p, false) // the mirror counts the bytes it serves
+	for _, c := range cache {        // in place of a live read's
 		h.Set(c.Name, c.Value)
 	}
 	raw := p.Content

@@ -2,8 +2,11 @@ package httpx
 
 import (
 	"bytes"
+	"hash/maphash"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pastenode/pastenode/fsm"
@@ -35,54 +38,155 @@ func RawID(path string) (id string, ok bool) {
 	return id, true
 }
 
-// SetRawHeaders sets the headers of a raw read of p. Pastes never change,
-// so the id and creation time make a strong ETag without hashing the
-// content. Every value comes from the paste's ReadInfo, computed once when
-// it entered the store, so that a read allocates none.
-func SetRawHeaders(h http.Header, p *fsm.Paste) {
-	ri := p.ReadInfo()
-	if ri.Text {
-		h["Content-Type"] = hvText
+// RawHeaders calls set with each header of a raw read of p, in canonical
+// form, Content-Length only when length is set (net/http counts a small
+// body itself; fasthttp counts every body). It is the one place that
+// decides these headers, for the live node on net/http and on its fast
+// path and for the mirror's export. Pastes never change, so the id and
+// creation time make a strong ETag without hashing the content. The
+// values come from p's own fields, not from the header strings fsm keeps
+// in its records for now, so that the state machine need not know HTTP;
+// only whether the content is text is fsm's (text).
+func RawHeaders(p *fsm.Paste, length bool, set func(name string, value []string)) {
+	v := rawValuesOf(p)
+	if text(p) {
+		set("Content-Type", hvText)
 	} else {
-		h["Content-Type"] = hvBinary
+		set("Content-Type", hvBinary)
 	}
-	h["X-Content-Type-Options"] = hvNosniff
-	h["Content-Security-Policy"] = hvRawCSP
-	h["Etag"] = ri.ETag()
+	set("X-Content-Type-Options", hvNosniff)
+	set("Content-Security-Policy", hvRawCSP)
+	set("Etag", v.get(vETag))
+	set("Last-Modified", v.get(vLastModified))
+	if length {
+		set("Content-Length", v.get(vLength))
+	}
 	switch {
 	case p.Burn:
-		h["Cache-Control"] = hvNoStore
-	case ri.Expires() != nil:
-		h["Cache-Control"] = hvNoCache
-		h["Expires"] = ri.Expires()
+		set("Cache-Control", hvNoStore)
+	case p.ExpiresAt != 0:
+		set("Cache-Control", hvNoCache)
+		set("Expires", v.get(vExpires))
 	default:
-		h["Cache-Control"] = hvNoCache
+		set("Cache-Control", hvNoCache)
 	}
 }
 
-// ServeRaw writes the raw bytes of the non-burn paste p with its headers.
-// A plain GET or HEAD is answered here with one write, with the headers
-// http.ServeContent would send (a small body's Content-Length counted by
-// net/http: see NetHTTPCounts) but Accept-Ranges: clients may ask for
-// ranges without it (RFC 9110, 14.3), and each header costs every read. A
-// conditional or Range request goes through http.ServeContent, which
-// answers 304, 206 and 412 as it should.
-func ServeRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
-	SetRawHeaders(w.Header(), p)
-	WriteRaw(w, r, p)
+// SetRawHeaders sets the headers of a raw read of p in h (RawHeaders).
+func SetRawHeaders(h http.Header, p *fsm.Paste, length bool) {
+	RawHeaders(p, length, func(name string, value []string) { h[name] = value })
 }
 
-// WriteRaw writes p's bytes, or the answer to a conditional or Range
-// request for them, under the headers already set, as ServeRaw does.
+// text reports whether p's content is UTF-8 text, which fsm worked out
+// once when the paste entered the store: utf8.Valid per read would cost a
+// pass over the content.
+func text(p *fsm.Paste) bool { return p.ReadInfo().Text }
+
+// rawValues are the values of a raw read's headers that come from one
+// paste's fields, formatted once for all its reads while they stay in
+// valueCache: the ETag, Last-Modified, Content-Length and Expires ("" if
+// the paste never expires), substrings of one string. A paste is known by
+// its id and creation time (ids are reused only after a delete, with a
+// new time), and its expiry and size are checked too, as an import may
+// name any times.
+type rawValues struct {
+	id               string // a substring of the ETag: p.ID may hold a store's record alive
+	created, expires int64
+	size             int
+	v                [4]string
+}
+
+// The indexes of rawValues.v.
+const (
+	vETag = iota
+	vLastModified
+	vLength
+	vExpires
+)
+
+// get returns the value at i as a header value: a slice of one, full, so
+// that an append to it copies rather than writes into v.
+func (v *rawValues) get(i int) []string { return v.v[i : i+1 : i+1] }
+
+// valueSlots bounds valueCache: a slot holds the values of one paste,
+// about 200 bytes, so a full cache holds under 2 MiB, and the pastes read
+// most stay in it.
+const valueSlots = 1 << 13
+
+// valueCache holds the rawValues of recently read pastes, one per slot by
+// a hash of the id. Formatting two HTTP dates and the ETag cost a read
+// more than the rest of its headers together, with two allocations; a hit
+// costs a hash and a compare. A paste that loses its slot to another is
+// formatted again when next read. The entries are never changed, so
+// readers share them without a lock.
+var (
+	valueCache [valueSlots]atomic.Pointer[rawValues]
+	valueSeed  = maphash.MakeSeed()
+)
+
+// rawValuesOf returns p's header values, from valueCache when they are
+// there.
+func rawValuesOf(p *fsm.Paste) *rawValues {
+	slot := &valueCache[maphash.String(valueSeed, p.ID)&(valueSlots-1)]
+	if v := slot.Load(); v != nil && v.id == p.ID && v.created == p.CreatedAt && v.expires == p.ExpiresAt && v.size == len(p.Content) {
+		return v
+	}
+	v := formatValues(p)
+	slot.Store(v)
+	return v
+}
+
+// formatValues formats p's header values.
+func formatValues(p *fsm.Paste) *rawValues {
+	var buf [128]byte
+	var ends [4]int
+	b := append(buf[:0], '"')
+	b = append(b, p.ID...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, p.CreatedAt, 36)
+	b = append(b, '"')
+	ends[vETag] = len(b)
+	b = appendHTTPDate(b, p.CreatedAt)
+	ends[vLastModified] = len(b)
+	b = strconv.AppendInt(b, int64(len(p.Content)), 10)
+	ends[vLength] = len(b)
+	if p.ExpiresAt != 0 {
+		b = appendHTTPDate(b, p.ExpiresAt)
+	}
+	ends[vExpires] = len(b)
+	s := string(b)
+	v := &rawValues{id: s[1 : 1+len(p.ID)], created: p.CreatedAt, expires: p.ExpiresAt, size: len(p.Content)}
+	at := 0
+	for i, end := range ends {
+		v.v[i], at = s[at:end], end
+	}
+	return v
+}
+
+// appendHTTPDate appends the Unix nanoseconds t to b as an HTTP date
+// (http.TimeFormat).
+func appendHTTPDate(b []byte, t int64) []byte {
+	return time.Unix(0, t).UTC().AppendFormat(b, http.TimeFormat)
+}
+
+// RawLength reports whether the answer to r, a raw read of p written by
+// WriteRaw, needs its Content-Length header set: net/http counts the body
+// of a plain GET that fits its buffer itself (NetHTTPCounts), and
+// http.ServeContent counts what it sends.
+func RawLength(r *http.Request, p *fsm.Paste) bool {
+	return !Conditional(r.Header) && (r.Method == http.MethodHead || !NetHTTPCounts(len(p.Content)))
+}
+
+// WriteRaw writes the raw bytes of the non-burn paste p under the headers
+// set by SetRawHeaders, with RawLength. A plain GET or HEAD is answered
+// with one write, with the headers http.ServeContent would send but
+// Accept-Ranges: clients may ask for ranges without it (RFC 9110, 14.3),
+// and each header costs every read. A conditional or Range request goes
+// through http.ServeContent, which answers 304, 206 and 412 as it should.
 func WriteRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
-	h := w.Header()
 	if Conditional(r.Header) {
 		http.ServeContent(w, r, "", time.Unix(0, p.CreatedAt), bytes.NewReader(p.Content))
 		return
-	}
-	h["Last-Modified"] = p.ReadInfo().LastModified()
-	if r.Method == http.MethodHead || !NetHTTPCounts(len(p.Content)) {
-		h["Content-Length"] = p.ReadInfo().Size()
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {

@@ -1,6 +1,14 @@
 package httpx
 
-import "testing"
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pastenode/pastenode/fsm"
+)
 
 func TestRawID(t *testing.T) {
 	for path, want := range map[string]string{
@@ -19,5 +27,76 @@ func TestRawID(t *testing.T) {
 		if id != want || ok != (want != "") {
 			t.Errorf("RawID(%q) = %q, %v; want %q, %v", path, id, ok, want, want != "")
 		}
+	}
+}
+
+// TestRawHeaders: a raw read's headers come from the paste's own fields,
+// as clients and exported archives have them: the ETag "ID-created" with
+// the creation time in base 36, the times as net/http formats them, and
+// the length; a paste read again under a reused id, or with other times
+// or size, never gets another paste's values from the cache.
+func TestRawHeaders(t *testing.T) {
+	const hour = int64(time.Hour)
+	pastes := []*fsm.Paste{
+		{ID: "abcdefgh", Content: []byte("hello\n"), CreatedAt: 1e18, ExpiresAt: 1e18 + hour},
+		{ID: "abcdefgh", Content: []byte("hello\n"), CreatedAt: 1e18 + 1},              // reused id
+		{ID: "abcdefgh", Content: []byte("hello, world\n"), CreatedAt: 1e18 + 1},       // imported anew
+		{ID: "abcdefgh", Content: []byte("hello\n"), CreatedAt: 1e18, ExpiresAt: 2e18}, // imported anew
+		{ID: "binary12", Content: []byte{0xff, 0}, CreatedAt: 1.7e18},
+		{ID: "burn1234", Content: []byte("once"), CreatedAt: 1.7e18, ExpiresAt: 1.8e18, Burn: true},
+		{ID: "old", Content: nil, CreatedAt: -1e18},
+	}
+	for range 2 { // the second round from the cache
+		for _, p := range pastes {
+			p.Seal()
+			h := http.Header{}
+			SetRawHeaders(h, p, true)
+			date := func(t int64) string { return time.Unix(0, t).UTC().Format(http.TimeFormat) }
+			want := http.Header{
+				"Content-Type":            {"text/plain; charset=utf-8"},
+				"X-Content-Type-Options":  {"nosniff"},
+				"Content-Security-Policy": {"default-src 'none'; sandbox"},
+				"Etag":                    {`"` + p.ID + "-" + strconv.FormatInt(p.CreatedAt, 36) + `"`},
+				"Last-Modified":           {date(p.CreatedAt)},
+				"Content-Length":          {strconv.Itoa(len(p.Content))},
+				"Cache-Control":           {"no-cache"},
+			}
+			if p.ID == "binary12" {
+				want["Content-Type"] = []string{"application/octet-stream"}
+			}
+			switch {
+			case p.Burn:
+				want["Cache-Control"] = []string{"no-store"}
+			case p.ExpiresAt != 0:
+				want["Expires"] = []string{date(p.ExpiresAt)}
+			}
+			for k, v := range want {
+				if !slices.Equal(h[k], v) {
+					t.Errorf("%+v: %s is %q, want %q", p, k, h[k], v)
+				}
+			}
+			for k := range h {
+				if want[k] == nil {
+					t.Errorf("%+v: %s is %q, want none", p, k, h[k])
+				}
+			}
+			h = http.Header{}
+			if SetRawHeaders(h, p, false); h["Content-Length"] != nil {
+				t.Errorf("%+v: Content-Length %q without length", p, h["Content-Length"])
+			}
+		}
+	}
+}
+
+// BenchmarkRawHeaders sets the headers of one raw read, as every read
+// does.
+func BenchmarkRawHeaders(b *testing.B) {
+	p := &fsm.Paste{ID: "abcdefgh", Content: make([]byte, 1024), CreatedAt: 1e18, ExpiresAt: 2e18}
+	p.Seal()
+	h := http.Header{}
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(h)
+		SetRawHeaders(h, p, true)
 	}
 }
