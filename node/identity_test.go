@@ -204,7 +204,7 @@ func TestWipedVoterAbstains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeGate(back) // hold its applies back, so it cannot catch up yet
+	closeGate(withHooks(back)) // hold its applies back, so it cannot catch up yet
 	t.Cleanup(func() { openGate(back); back.Close() })
 	if err := back.Open(context.Background()); err != nil {
 		t.Fatal(err)

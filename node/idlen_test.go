@@ -28,7 +28,7 @@ func TestIDLengthConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id := nd.newID(); len(id) != 16 || strings.Trim(id, IDAlphabet) != "" {
+	if id := nd.drawID(); len(id) != 16 || strings.Trim(id, IDAlphabet) != "" {
 		t.Errorf("id %q: want 16 characters of IDAlphabet", id)
 	}
 }
@@ -40,7 +40,7 @@ func TestIDsOfAnyLengthRead(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for _, length := range []int{IDLen, 14, MaxIDLen, IDLen} {
-		n.newID = func() string { return newPasteID(length) }
+		n.hooks.newID = func() string { return newPasteID(length) }
 		p, err := n.Create(ctx, CreateRequest{Content: []byte("len"), DeleteToken: "tok"})
 		if err != nil {
 			t.Fatal(err)

@@ -314,7 +314,7 @@ func (n *Node) renewLease() {
 		return
 	}
 	addr, _ := n.raft.LeaderWithID()
-	if addr == "" || n.leaseHold.Load() {
+	if addr == "" || n.leaseHeld() {
 		return
 	}
 	req := leaseRequest{ID: n.cfg.ID, Term: term, Applied: n.fsm.Index()}

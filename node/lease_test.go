@@ -35,6 +35,7 @@ func openCluster(t testing.TB, size int, changes ...func(*Config)) []*Node {
 		if err != nil {
 			t.Fatal(err)
 		}
+		withHooks(n)
 		if err := n.Open(context.Background()); err != nil {
 			t.Fatalf("open n%d: %v", i+1, err)
 		}
@@ -120,14 +121,20 @@ func leaderOf(t testing.TB, nodes []*Node) (leader *Node, followers []*Node) {
 	return leader, followers
 }
 
-// closeGate holds back n's applies until openGate.
+// withHooks gives n, not yet open, its test hooks, and returns it.
+func withHooks(n *Node) *Node {
+	n.hooks = new(testHooks)
+	return n
+}
+
+// closeGate holds back n's applies until openGate; n has its test hooks.
 func closeGate(n *Node) {
 	ch := make(chan struct{})
-	n.gate.Store(&ch)
+	n.hooks.gate.Store(&ch)
 }
 
 func openGate(n *Node) {
-	if ch := n.gate.Swap(nil); ch != nil {
+	if ch := n.hooks.gate.Swap(nil); ch != nil {
 		close(*ch)
 	}
 }
@@ -288,7 +295,7 @@ func TestCutOffFollowerStopsServing(t *testing.T) {
 	f := followers[0]
 	id := createOn(t, leader, "kept", nodes...)
 
-	f.leaseHold.Store(true) // no renewal from here on
+	f.hooks.leaseHold.Store(true) // no renewal from here on
 	cut := time.Now()
 	for _, n := range nodes {
 		if n != f {
@@ -332,32 +339,32 @@ func TestPausedFollowerAsksBeforeServing(t *testing.T) {
 	f := followers[0]
 	id := createOn(t, leader, "kept", nodes...)
 
-	f.leaseHold.Store(true)
+	f.hooks.leaseHold.Store(true)
 	waitUntil(t, 2*testLease, "lease runs out", func() error {
 		if f.leaseValid() {
 			return errors.New("still valid")
 		}
 		return nil
 	})
-	before := f.reads.rounds.Load()
+	before := f.hooks.readRounds.Load()
 	if p, err := f.Read(context.Background(), id, false); err != nil || string(p.Content) != "kept" {
 		t.Fatalf("Read = %v, %v", p, err)
 	}
-	if f.reads.rounds.Load() == before {
+	if f.hooks.readRounds.Load() == before {
 		t.Fatal("a hit without a lease was served without a read index")
 	}
-	f.leaseHold.Store(false)
+	f.hooks.leaseHold.Store(false)
 	waitUntil(t, 2*testLease, "lease renewed", func() error {
 		if !f.leaseValid() {
 			return errors.New("no lease")
 		}
 		return nil
 	})
-	before = f.reads.rounds.Load()
+	before = f.hooks.readRounds.Load()
 	if _, err := f.Read(context.Background(), id, false); err != nil {
 		t.Fatal(err)
 	}
-	if f.reads.rounds.Load() != before {
+	if f.hooks.readRounds.Load() != before {
 		t.Fatal("a hit under a lease took a read index round trip")
 	}
 }
@@ -390,7 +397,7 @@ func TestMissesShareOneReadIndex(t *testing.T) {
 	_, followers := leaderOf(t, nodes)
 	f := followers[0]
 	const misses = 64
-	before := f.reads.rounds.Load()
+	before := f.hooks.readRounds.Load()
 	var wg sync.WaitGroup
 	errs := make(chan error, misses)
 	for i := range misses {
@@ -405,7 +412,7 @@ func TestMissesShareOneReadIndex(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if rounds := f.reads.rounds.Load() - before; rounds > misses/4 {
+	if rounds := f.hooks.readRounds.Load() - before; rounds > misses/4 {
 		t.Errorf("%d misses took %d read-index round trips; want them batched", misses, rounds)
 	}
 }
@@ -434,7 +441,7 @@ func TestReadyWaitsForReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeGate(m)
+	closeGate(withHooks(m))
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +503,7 @@ func BenchmarkFollowerHit(b *testing.B) {
 	leader, followers := leaderOf(b, nodes)
 	f := followers[0]
 	id := createOn(b, leader, "kept", nodes...)
-	before := f.reads.rounds.Load()
+	before := f.hooks.readRounds.Load()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -504,7 +511,7 @@ func BenchmarkFollowerHit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if rounds := f.reads.rounds.Load() - before; rounds != 0 {
+	if rounds := f.hooks.readRounds.Load() - before; rounds != 0 {
 		b.Fatalf("%d read-index round trips for hits under a lease", rounds)
 	}
 }

@@ -230,7 +230,7 @@ type Node struct {
 	cfg    Config
 	log    *slog.Logger
 	fsm    *fsm.FSM
-	gate   atomic.Pointer[chan struct{}] // tests hold back applies with it
+	hooks  *testHooks // nil outside tests
 	raft   *raft.Raft
 	bolt   *boltLog
 	logs   raft.LogStore
@@ -242,7 +242,6 @@ type Node struct {
 	// local, those it applies as the leader.
 	forwards *forwarder[applyReply]
 	local    *forwarder[applied]
-	newID    func() string // draws paste ids; tests replace it
 
 	storage *storageGuard
 
@@ -261,7 +260,6 @@ type Node struct {
 
 	lease      leaseHolder  // the read lease this node holds
 	grants     *leaseGrants // as leader, the leases it granted
-	leaseHold  atomic.Bool  // tests stop the lease renewals with it
 	reads      *readIndexer
 	startIndex atomic.Uint64 // the leader's read index learnt after Open
 	caughtUp   atomic.Bool   // applied startIndex
@@ -290,7 +288,6 @@ func New(cfg Config) (*Node, error) {
 		cfg:        cfg,
 		log:        cfg.Logger.With("component", "node"),
 		fsm:        fsm.NewLogged(cfg.Logger.With("component", "fsm")),
-		newID:      func() string { return newPasteID(cfg.IDLength) },
 		storage:    newStorageGuard(cfg.DataDir, cfg.StorageReserve, cfg.Logger.With("component", "storage")),
 		notify:     make(chan bool, 16),
 		stop:       make(chan struct{}),
@@ -362,7 +359,7 @@ func (n *Node) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("check raft state: %w", err)
 	}
 	n.transport = newRaftTransport(n.trans, n)
-	n.raft, err = raft.NewRaft(rc, gatedFSM{n}, guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
+	n.raft, err = raft.NewRaft(rc, n.raftFSM(), guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
 		guardedSnapshots{snaps, n.storage}, n.transport)
 	if err != nil {
 		return raftStartError(n.cfg.DataDir, err)

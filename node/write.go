@@ -63,7 +63,7 @@ func (n *Node) Create(ctx context.Context, req CreateRequest) (*fsm.Paste, error
 	}
 	for range idAttempts {
 		attempt := p
-		attempt.ID = n.newID()
+		attempt.ID = n.drawID()
 		created, err := n.proposeCreate(ctx, now, &attempt)
 		if errors.Is(err, fsm.ErrExists) {
 			continue

@@ -24,6 +24,7 @@ func openNode(t *testing.T, changes ...func(*Config)) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	withHooks(n)
 	if err := n.Open(context.Background()); err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -71,7 +72,7 @@ func TestCreateDrawsAnotherIDWhenTaken(t *testing.T) {
 	n := openNode(t)
 	ctx := context.Background()
 	ids := []string{"taken", "taken", "free"}
-	n.newID = func() string {
+	n.hooks.newID = func() string {
 		id := ids[0]
 		ids = ids[1:]
 		return id
@@ -87,7 +88,7 @@ func TestCreateDrawsAnotherIDWhenTaken(t *testing.T) {
 		t.Errorf("got id %q, want the second draw %q", p.ID, "free")
 	}
 
-	n.newID = func() string { return "taken" }
+	n.hooks.newID = func() string { return "taken" }
 	if _, err := n.Create(ctx, CreateRequest{Content: []byte("third")}); err == nil {
 		t.Error("create with only taken ids: got no error")
 	}
