@@ -27,6 +27,7 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	start := time.Now()
+	// No query: fastRawID takes none, so the header alone can ask.
 	stale := staleRead("", string(ctx.Request.Header.Peek(staleHeader)))
 	p, err := s.cfg.Store.Read(ctx, id, stale)
 	if err != nil || p.Burn {

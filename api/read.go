@@ -75,6 +75,7 @@ func (s *Server) hotFirst() http.Handler {
 	})
 }
 
+// isRaw reports whether path is a raw read's (httpx.RawID).
 func isRaw(path string) bool { _, ok := httpx.RawID(path); return ok }
 
 // handleRaw is GET /raw/{id}: the exact bytes. A burn paste is consumed
