@@ -163,11 +163,36 @@ func formatValues(p *fsm.Paste) *rawValues {
 	return v
 }
 
-// appendHTTPDate appends the Unix nanoseconds t to b as an HTTP date
-// (http.TimeFormat).
+// appendHTTPDate appends the Unix nanoseconds t to b as an HTTP date, as
+// AppendFormat with http.TimeFormat does. A read of a paste not in
+// valueCache formats one or two, and AppendFormat, which parses its
+// layout each time, would cost it more than all its other headers; this
+// writes the one layout directly.
 func appendHTTPDate(b []byte, t int64) []byte {
-	return time.Unix(0, t).UTC().AppendFormat(b, http.TimeFormat)
+	tm := time.Unix(0, t).UTC()
+	year, month, day := tm.Date()
+	if year < 1000 || year > 9999 { // not four digits: AppendFormat's way
+		return tm.AppendFormat(b, http.TimeFormat)
+	}
+	hour, minute, sec := tm.Clock()
+	b = append(b, tm.Weekday().String()[:3]...)
+	b = append(b, ", "...)
+	b = append2(b, day)
+	b = append(b, ' ')
+	b = append(b, month.String()[:3]...)
+	b = append(b, ' ')
+	b = append2(append2(b, year/100), year%100)
+	b = append(b, ' ')
+	b = append2(b, hour)
+	b = append(b, ':')
+	b = append2(b, minute)
+	b = append(b, ':')
+	b = append2(b, sec)
+	return append(b, " GMT"...)
 }
+
+// append2 appends n, 0 to 99, as two digits.
+func append2(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
 
 // RawLength reports whether the answer to r, a raw read of p written by
 // WriteRaw, needs its Content-Length header set: net/http counts the body

@@ -1,6 +1,9 @@
 package httpx
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -88,15 +91,49 @@ func TestRawHeaders(t *testing.T) {
 	}
 }
 
-// BenchmarkRawHeaders sets the headers of one raw read, as every read
-// does.
-func BenchmarkRawHeaders(b *testing.B) {
-	p := &fsm.Paste{ID: "abcdefgh", Content: make([]byte, 1024), CreatedAt: 1e18, ExpiresAt: 2e18}
-	p.Seal()
-	h := http.Header{}
-	b.ReportAllocs()
-	for b.Loop() {
-		clear(h)
-		SetRawHeaders(h, p, true)
+// TestAppendHTTPDate: the dates of a raw read's headers are net/http's,
+// across the years and at their edges.
+func TestAppendHTTPDate(t *testing.T) {
+	times := []int64{0, -1, 1, 1e18, 1.7e18 + 123456789, math.MaxInt64, math.MinInt64,
+		time.Date(999, 12, 31, 23, 59, 59, 0, time.UTC).UnixNano(),
+		time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
+		time.Date(2000, 2, 29, 12, 0, 0, 0, time.UTC).UnixNano()}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		times = append(times, r.Int64()-math.MaxInt64/2)
 	}
+	for _, tm := range times {
+		got := string(appendHTTPDate([]byte("x"), tm))
+		if want := "x" + time.Unix(0, tm).UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("appendHTTPDate(%d) = %q, want %q", tm, got, want)
+		}
+	}
+}
+
+// BenchmarkRawHeaders sets the headers of a raw read, as every read does:
+// of one paste again and again, which valueCache holds, and of pastes
+// read in turn, many more than it holds, each formatted anew.
+func BenchmarkRawHeaders(b *testing.B) {
+	pastes := make([]*fsm.Paste, 4*valueSlots)
+	for i := range pastes {
+		pastes[i] = &fsm.Paste{ID: fmt.Sprintf("id%06d", i), Content: make([]byte, 1024), CreatedAt: 1e18 + int64(i), ExpiresAt: 2e18}
+		pastes[i].Seal()
+	}
+	h := http.Header{}
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			clear(h)
+			SetRawHeaders(h, pastes[0], true)
+		}
+	})
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			clear(h)
+			SetRawHeaders(h, pastes[i%len(pastes)], true)
+			i++
+		}
+	})
 }
