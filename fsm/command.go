@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -116,6 +117,10 @@ type Paste struct {
 	// encoded.
 	Text bool `msgpack:"-"`
 }
+
+// Seal sets what the store derives of a paste when it stores it: whether
+// its content is text. A paste built by hand, as in a test, gets it so.
+func (p *Paste) Seal() { p.Text = utf8.Valid(p.Content) }
 
 // Expired reports whether p is past its expiry at now (Unix nanoseconds).
 func (p *Paste) Expired(now int64) bool {

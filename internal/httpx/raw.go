@@ -80,7 +80,7 @@ func SetRawHeaders(h http.Header, p *fsm.Paste, length bool) {
 // text reports whether p's content is UTF-8 text, which fsm worked out
 // once when the paste entered the store: utf8.Valid per read would cost a
 // pass over the content.
-func text(p *fsm.Paste) bool { return p.ReadInfo().Text }
+func text(p *fsm.Paste) bool { return p.Text }
 
 // rawValues are the values of a raw read's headers that come from one
 // paste's fields, formatted once for all its reads while they stay in
