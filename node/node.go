@@ -27,6 +27,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -232,8 +233,9 @@ type Node struct {
 	fsm    *fsm.FSM
 	hooks  *testHooks // nil outside tests
 	raft   *raft.Raft
-	bolt   *boltLog
-	logs   raft.LogStore
+	bolt   *raftboltdb.BoltStore // the stable store: term and vote
+	wal    *walLog               // the log
+	logs   raft.LogStore         // the log through its cache
 	trans  *raft.NetworkTransport
 	mux    *muxListener
 	rpc    *http.Server
@@ -530,6 +532,9 @@ func (n *Node) closeResources() {
 	}
 	if n.mux != nil {
 		n.mux.close()
+	}
+	if n.wal != nil {
+		n.wal.Close()
 	}
 	if n.bolt != nil {
 		n.bolt.Close()

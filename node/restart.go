@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"math"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -63,14 +62,6 @@ func (n *Node) snapshotAtClose() {
 	tail := n.fsm.CommandsSinceSnapshot()
 	if pastes, _ := n.fsm.Stats(); tail == 0 || tail < pastes/snapshotAtCloseShare {
 		return
-	}
-	// Raft deletes the entries a snapshot covers from the log; here that
-	// is left to the running node's next snapshot, which deletes them
-	// anyway, so that the stop does not wait for bolt to free their pages.
-	keep := n.raft.ReloadableConfig()
-	keep.TrailingLogs = math.MaxUint64
-	if err := n.raft.ReloadConfig(keep); err != nil {
-		n.log.Warn("could not keep the log at shutdown", "err", err)
 	}
 	start := time.Now()
 	index, err := n.Snapshot()

@@ -107,11 +107,11 @@ func checkSnapshots(dir string, logs raft.LogStore, snaps raft.SnapshotStore) er
 	}
 	snapDir := filepath.Join(dir, "snapshots")
 	if len(metas) == 0 {
-		return damaged(snapDir, fmt.Sprintf("no snapshot, but the log in raft.db starts at entry %d: the snapshot with the entries before it is missing", first))
+		return damaged(snapDir, fmt.Sprintf("no snapshot, but the log in "+walDir+" starts at entry %d: the snapshot with the entries before it is missing", first))
 	}
 	if newest := metas[0]; newest.Index+1 < first {
 		return damaged(filepath.Join(snapDir, newest.ID),
-			fmt.Sprintf("the newest snapshot ends at entry %d, but the log in raft.db starts at entry %d", newest.Index, first))
+			fmt.Sprintf("the newest snapshot ends at entry %d, but the log in "+walDir+" starts at entry %d", newest.Index, first))
 	}
 	return nil
 }

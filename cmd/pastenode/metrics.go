@@ -35,8 +35,8 @@ func registerNodeMetrics(reg prometheus.Registerer, n *node.Node, cl *cluster.Cl
 		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pastenode_raft_log_bytes",
-			Help: "Size of the Raft log file (raft.db) in the data dir.",
-		}, func() float64 { return float64(fileSize(filepath.Join(dataDir, "raft.db"))) }),
+			Help: "Bytes of the Raft log's segment files (wal/) in the data dir, as allocated ahead.",
+		}, func() float64 { return float64(dirSize(filepath.Join(dataDir, "wal"))) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pastenode_raft_snapshot_bytes",
 			Help: "Bytes of the Raft snapshots kept in the data dir (the newest two).",
@@ -67,14 +67,6 @@ func buildInfoMetric(in buildinfo.Info) prometheus.Collector {
 	})
 	g.Set(1)
 	return g
-}
-
-func fileSize(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.Size()
 }
 
 func dirSize(dir string) int64 {
