@@ -61,10 +61,6 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	if err != nil {
 		return nil, snapshotFiles{}, err
 	}
-	logs, err := raft.NewLogCache(512, n.wal)
-	if err != nil {
-		return nil, snapshotFiles{}, fmt.Errorf("log cache: %w", err)
-	}
 	// One snapshot is kept: a snapshot costs its index, and the segments
 	// an older one links would keep removed pastes on disk.
 	snaps, err := openSnapshotFiles(n.cfg.DataDir, 1, hlog)
@@ -77,7 +73,11 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	if err := snaps.Load(n.fsm); err != nil {
 		return nil, snapshotFiles{}, err
 	}
-	return logs, snaps, nil
+	// No raft.LogCache in front: it held the newest 512 entries in memory,
+	// up to 512 MiB of large pastes on every node, and replication reads
+	// them from the segment's page cache as fast (BENCHMARKS.md, "The log
+	// store").
+	return n.wal, snaps, nil
 }
 
 // walLog is a raft-wal log that closes all its files. WAL.Close leaves

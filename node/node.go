@@ -235,7 +235,7 @@ type Node struct {
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore // the stable store: term and vote
 	wal    *walLog               // the log
-	logs   raft.LogStore         // the log through its cache
+	logs   raft.LogStore         // the log as Raft has it
 	trans  *raft.NetworkTransport
 	mux    *muxListener
 	rpc    *http.Server
