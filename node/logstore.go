@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -15,7 +14,6 @@ import (
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
-	"go.etcd.io/bbolt"
 )
 
 // The Raft log lives in walDir of the data dir, in hashicorp/raft-wal's
@@ -40,26 +38,22 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	if err := n.fsm.OpenDir(filepath.Join(n.cfg.DataDir, "store")); err != nil {
 		return nil, snapshotFiles{}, err
 	}
-	boltPath := filepath.Join(n.cfg.DataDir, "raft.db")
-	if err := checkBoltFile(boltPath); err != nil {
+	var err error
+	if n.bolt, err = openStable(n.cfg.DataDir, n.log); err != nil {
 		return nil, snapshotFiles{}, err
 	}
-	// The timeout makes a second process on the data dir fail here, at
-	// its first file: raft-wal waits for its own lock for good.
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        boltPath,
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return nil, snapshotFiles{}, fmt.Errorf("open %s: locked: another pastenode runs on data dir %s", boltPath, n.cfg.DataDir)
-	}
-	if err != nil {
-		return nil, snapshotFiles{}, fmt.Errorf("open %s: %w", boltPath, err)
-	}
-	n.bolt = store
-	n.wal, err = openLog(n.cfg.DataDir, store, walSegmentSize(n.cfg.StorageReserve), hlog, n.log)
+	var moved bool
+	n.wal, moved, err = openLog(n.cfg.DataDir, n.bolt, walSegmentSize(n.cfg.StorageReserve), hlog, n.log)
 	if err != nil {
 		return nil, snapshotFiles{}, err
+	}
+	if moved {
+		// Open raft.db again, to give back the space of the log moved
+		// out of it (openStable).
+		n.bolt.Close()
+		if n.bolt, err = openStable(n.cfg.DataDir, n.log); err != nil {
+			return nil, snapshotFiles{}, err
+		}
 	}
 	// One snapshot is kept: a snapshot costs its index, and the segments
 	// an older one links would keep removed pastes on disk.
@@ -131,44 +125,41 @@ func walSegmentSize(reserve int64) int {
 // them. Should raft.db hold entries past the end of walDir, a version
 // without walDir ran on the data dir after it was moved: its entries are
 // not in the log, and the start is refused.
-func openLog(dataDir string, bolt *raftboltdb.BoltStore, segmentSize int, hlog hclog.Logger, log *slog.Logger) (*walLog, error) {
+func openLog(dataDir string, bolt *raftboltdb.BoltStore, segmentSize int, hlog hclog.Logger, log *slog.Logger) (w *walLog, moved bool, err error) {
 	dir := filepath.Join(dataDir, walDir)
 	first, last, err := logRange(bolt)
 	if err != nil {
-		return nil, fmt.Errorf("read the log in raft.db: %w", err)
+		return nil, false, fmt.Errorf("read the log in raft.db: %w", err)
 	}
 	if last > 0 {
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 			if err := stageLog(dataDir, bolt, segmentSize, hlog); err != nil {
-				return nil, fmt.Errorf("move the raft log from raft.db to %s: %w", dir, err)
+				return nil, false, fmt.Errorf("move the raft log from raft.db to %s: %w", dir, err)
 			}
 		}
 	}
-	w, err := openWAL(dir, segmentSize, hlog)
+	w, err = openWAL(dir, segmentSize, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log %s: %w", dir, err)
+		return nil, false, fmt.Errorf("open raft log %s: %w", dir, err)
 	}
 	if last == 0 {
-		return w, nil
+		return w, false, nil
 	}
 	if walLast, err := w.LastIndex(); err != nil || walLast < last {
 		w.Close()
 		if err != nil {
-			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
+			return nil, false, fmt.Errorf("open raft log %s: %w", dir, err)
 		}
-		return nil, damaged(filepath.Join(dataDir, "raft.db"), fmt.Sprintf(
+		return nil, false, damaged(filepath.Join(dataDir, "raft.db"), fmt.Sprintf(
 			"it holds log entries up to %d, past the end of %s at %d: a version of pastenode older than %s ran on this data dir after it was upgraded",
 			last, dir, walLast, walDir))
 	}
 	if err := bolt.DeleteRange(first, last); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("delete the moved log from raft.db: %w", err)
+		return nil, false, fmt.Errorf("delete the moved log from raft.db: %w", err)
 	}
-	// Copying and deleting read every page of the old log through bolt's
-	// mapping; the stable store needs none of them again.
-	releaseMapping(filepath.Join(dataDir, "raft.db"))
 	log.Info("moved the raft log from raft.db to "+walDir, "first", first, "last", last)
-	return w, nil
+	return w, true, nil
 }
 
 // logRange returns the first and last index of the log in s; 0, 0 when it
