@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/migrate"
 )
 
@@ -74,30 +73,12 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	return n.wal, snaps, nil
 }
 
-// walLog is a raft-wal log that closes all its files. WAL.Close leaves
-// the metadata's bolt file open, and locked: a node opened again in the
-// same process would wait for that lock for good.
-type walLog struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
-
 // openWAL opens, or creates, the log in dir.
-func openWAL(dir string, segmentSize int, hlog hclog.Logger) (*walLog, error) {
+func openWAL(dir string, segmentSize int, hlog hclog.Logger) (*wal.WAL, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")))
-	if err != nil {
-		meta.Close()
-		return nil, err
-	}
-	return &walLog{WAL: w, meta: meta}, nil
-}
-
-func (w *walLog) Close() error {
-	return errors.Join(w.WAL.Close(), w.meta.Close())
+	return wal.Open(dir, wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")))
 }
 
 // walSegmentSize is the size of the log's segment files for a storage
@@ -125,7 +106,7 @@ func walSegmentSize(reserve int64) int {
 // them. Should raft.db hold entries past the end of walDir, a version
 // without walDir ran on the data dir after it was moved: its entries are
 // not in the log, and the start is refused.
-func openLog(dataDir string, bolt *raftboltdb.BoltStore, segmentSize int, hlog hclog.Logger, log *slog.Logger) (w *walLog, moved bool, err error) {
+func openLog(dataDir string, bolt *raftboltdb.BoltStore, segmentSize int, hlog hclog.Logger, log *slog.Logger) (w *wal.WAL, moved bool, err error) {
 	dir := filepath.Join(dataDir, walDir)
 	first, last, err := logRange(bolt)
 	if err != nil {

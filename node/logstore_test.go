@@ -249,3 +249,35 @@ func (b *logBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestLogReopensAfterCuttingItsTail: a follower cuts the tail of its log
+// when a new leader's entries conflict with it. raft-wal v0.4.0 marked the
+// cut segment sealed without writing its index, and the next start failed
+// on it ("sealed segment has no index block", hashicorp/raft-wal#31).
+func TestLogReopensAfterCuttingItsTail(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openWAL(dir, 1<<20, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := storeEntries(t, w, 100, 10)
+	if err := w.DeleteRange(91, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = openWAL(dir, 1<<20, hclog.NewNullLogger()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, i := range []uint64{1, 90} {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, data) {
+			t.Fatalf("entry %d after the cut and a restart: %v", i, err)
+		}
+	}
+	if last, _ := w.LastIndex(); last != 90 {
+		t.Fatalf("the log ends at %d, want 90", last)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -234,7 +235,7 @@ type Node struct {
 	hooks  *testHooks // nil outside tests
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore // the stable store: term and vote
-	wal    *walLog               // the log
+	wal    *wal.WAL              // the log
 	logs   raft.LogStore         // the log as Raft has it
 	trans  *raft.NetworkTransport
 	mux    *muxListener
