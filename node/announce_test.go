@@ -82,13 +82,13 @@ func TestCreatesAppendNoBarriers(t *testing.T) {
 	from := followers[0]
 	barriers := func(after uint64) (count int, last uint64) {
 		t.Helper()
-		last, err := leader.logs.LastIndex()
+		last, err := leader.wal.LastIndex()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := after + 1; i <= last; i++ {
 			var l raft.Log
-			if err := leader.logs.GetLog(i, &l); err != nil {
+			if err := leader.wal.GetLog(i, &l); err != nil {
 				t.Fatal(err)
 			}
 			if l.Type == raft.LogBarrier {

@@ -296,7 +296,7 @@ func (n *Node) fsmIndexAt(commit uint64) uint64 {
 	applied := n.fsm.Index()
 	var l raft.Log
 	for i := commit; i > applied; i-- {
-		if err := n.logs.GetLog(i, &l); err != nil {
+		if err := n.wal.GetLog(i, &l); err != nil {
 			return applied
 		}
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {

@@ -19,7 +19,7 @@ import (
 func TestLeaderBatchesItsOwnCreates(t *testing.T) {
 	nodes := openCluster(t, 3)
 	leader, _ := leaderOf(t, nodes)
-	first, err := leader.logs.LastIndex()
+	first, err := leader.wal.LastIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +48,14 @@ func TestLeaderBatchesItsOwnCreates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	last, err := leader.logs.LastIndex()
+	last, err := leader.wal.LastIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var entries, batches int
 	for i := first + 1; i <= last; i++ {
 		var l raft.Log
-		if err := leader.logs.GetLog(i, &l); err != nil {
+		if err := leader.wal.GetLog(i, &l); err != nil {
 			t.Fatal(err)
 		}
 		if l.Type != raft.LogCommand {

@@ -236,7 +236,6 @@ type Node struct {
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore // the stable store: term and vote
 	wal    *wal.WAL              // the log
-	logs   raft.LogStore         // the log as Raft has it
 	trans  *raft.NetworkTransport
 	mux    *muxListener
 	rpc    *http.Server
@@ -353,7 +352,6 @@ func (n *Node) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	n.logs = logs
 
 	rc := n.raftConfig(hlog)
 	rc.NoSnapshotRestoreOnStart = true

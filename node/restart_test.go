@@ -63,8 +63,7 @@ func checkConfiguredTimeouts(t *testing.T, n *Node) {
 
 // TestCleanStopSnapshotsALongTail: a clean stop snapshots when the log
 // after the last snapshot is long next to the store, so the restart
-// replays nothing, and leaves the log's entries for the next snapshot to
-// delete; a short tail is left to replay.
+// replays nothing; a short tail is left to replay.
 func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	n := openNode(t)
 	for range 30 {
@@ -82,10 +81,6 @@ func TestCleanStopSnapshotsALongTail(t *testing.T) {
 	}
 
 	m := openNode(t, func(c *Config) { *c = cfg })
-	// The stop left the log's deletion to the next snapshot.
-	if first, err := m.logs.FirstIndex(); err != nil || first != 1 {
-		t.Fatalf("after the stop the log starts at %d (%v), want 1", first, err)
-	}
 	createOn(t, m, "y")
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func commandsSince(t *testing.T, n *Node, index uint64) int {
 	count := 0
 	for i := index + 1; i <= n.raft.LastIndex(); i++ {
 		var l raft.Log
-		if err := n.logs.GetLog(i, &l); err != nil {
+		if err := n.wal.GetLog(i, &l); err != nil {
 			t.Fatalf("log entry %d: %v", i, err)
 		}
 		if l.Type == raft.LogCommand {
