@@ -68,8 +68,7 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	}
 	// No raft.LogCache in front: it held the newest 512 entries in memory,
 	// up to 512 MiB of large pastes on every node, and replication reads
-	// them from the segment's page cache as fast (BENCHMARKS.md, "The log
-	// store").
+	// them from the segment's page cache as fast.
 	return n.wal, snaps, nil
 }
 
