@@ -24,6 +24,13 @@ func (s cutOffStore) Read(ctx context.Context, id string, stale bool) (*fsm.Past
 	return nil, node.ErrUnavailable
 }
 
+func (s cutOffStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+	if stale {
+		return s.Node.ReadLarge(ctx, id, true)
+	}
+	return nil, nil, node.ErrUnavailable
+}
+
 // TestUnconfirmedReadsAre503: a read the node cannot confirm answers 503
 // with Retry-After on every read path, never 404 and never the content;
 // ?stale=true or X-Paste-Stale: true answers from the local copy.

@@ -29,7 +29,13 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	start := time.Now()
 	// No query: fastRawID takes none, so the header alone can ask.
 	stale := staleRead("", string(ctx.Request.Header.Peek(staleHeader)))
-	p, err := s.cfg.Store.Read(ctx, id, stale)
+	// A large paste is net/http's, which sends it from its file with
+	// sendfile; fasthttp would take it into memory.
+	p, c, err := s.readRaw(ctx, id, stale, true)
+	if c != nil {
+		c.Close()
+		return false
+	}
 	if err != nil || p.Burn {
 		return false
 	}
@@ -39,8 +45,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	method := http.MethodHead
 	if ctx.IsGet() {
 		method = http.MethodGet
-		// Not copied: a paste's record is never changed once written
-		// (fsm's arena), and the answer holds it until it is sent.
+		// Not copied: the content was read into a buffer of its own, and
+		// the answer holds it until it is sent.
 		ctx.Response.SetBodyRaw(p.Content)
 	}
 	s.rawMetrics.observe(method, http.StatusOK, start)

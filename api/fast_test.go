@@ -167,6 +167,11 @@ func (s *anyStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error
 	return &p, nil
 }
 
+func (s *anyStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+	p, err := s.Read(ctx, id, stale)
+	return p, nil, err
+}
+
 // TestRawPathOneRule: every way the live node serves a raw read takes a
 // path for one exactly when httpx.RawID does, under a base path or none:
 // the router's raw route, the check before the router, ServeFast and the

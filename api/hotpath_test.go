@@ -38,6 +38,11 @@ func (s *oneStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error
 	return s.p, nil
 }
 
+func (s *oneStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+	p, err := s.Read(ctx, id, stale)
+	return p, nil, err
+}
+
 // Create answers with a paste of the request's content under a fixed id.
 func (s *oneStore) Create(_ context.Context, req node.CreateRequest) (*fsm.Paste, error) {
 	p := &fsm.Paste{ID: "created1", Content: req.Content, Title: req.Title, Lang: req.Lang,

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"io"
@@ -82,12 +83,29 @@ func isRaw(path string) bool { _, ok := httpx.RawID(path); return ok }
 // through Raft; a HEAD does not consume it.
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 	id, _ := httpx.RawID(r.URL.Path)
-	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	p, c, err := s.readRaw(r.Context(), id, wantsStale(r), r.Method == http.MethodGet && !httpx.Conditional(r.Header))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
+	if c != nil {
+		defer c.Close()
+		if !p.Burn {
+			httpx.WriteRawFile(w, p, c)
+			return
+		}
+	}
 	s.serveRaw(w, r, p, false)
+}
+
+// readRaw reads paste id for a raw read: with large set, a large paste
+// as a file region c (its Content nil), which the caller closes.
+func (s *Server) readRaw(ctx context.Context, id string, stale, large bool) (*fsm.Paste, *fsm.Content, error) {
+	if large {
+		return s.cfg.Store.ReadLarge(ctx, id, stale)
+	}
+	p, err := s.cfg.Store.Read(ctx, id, stale)
+	return p, nil, err
 }
 
 // serveRaw writes p's bytes, as a download (/download/ID) when download

@@ -45,6 +45,10 @@ type Store interface {
 	// from the local copy when stale is set. It returns fsm.ErrNotFound or,
 	// when it cannot confirm the answer, node.ErrUnavailable.
 	Read(ctx context.Context, id string, stale bool) (*fsm.Paste, error)
+	// ReadLarge is Read, except that it may hand out a large paste's
+	// content as a file region c, the paste's Content nil, which the
+	// caller closes: a server sends it with sendfile.
+	ReadLarge(ctx context.Context, id string, stale bool) (p *fsm.Paste, c *fsm.Content, err error)
 	// Consume hands out a burn paste exactly once.
 	Consume(ctx context.Context, id string) (*fsm.Paste, error)
 	// View is a consistent view of the whole store, for exports.

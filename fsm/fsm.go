@@ -189,12 +189,17 @@ func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
 	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
 		return nil, false
 	}
+	return f.read(it)
+}
+
+// read reads the paste it indexes.
+func (f *FSM) read(it pasteItem) (*Paste, bool) {
 	p, err := it.r.paste()
 	if err != nil {
 		// The index names a record its segment does not hold: the data
 		// dir was damaged under the node. Say so, and answer as if the
 		// paste were not here rather than with wrong bytes.
-		f.log.Error("cannot read a paste", "id", id, "err", err)
+		f.log.Error("cannot read a paste", "id", it.id, "err", err)
 		return nil, false
 	}
 	return p, true

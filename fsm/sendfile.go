@@ -34,14 +34,21 @@ func (f *FSM) OpenContent(id string, now time.Time) (*Paste, *Content, bool, err
 	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
 		return nil, nil, false, nil
 	}
+	p, c, err := openContent(it)
+	return p, c, err == nil, err
+}
+
+// openContent is OpenContent of the paste it indexes.
+func openContent(it pasteItem) (*Paste, *Content, error) {
+	id := it.id
 	s := it.r.s
 	osf, isFile := s.file.(*os.File)
 	if !isFile {
-		return nil, nil, false, fmt.Errorf("%w: paste %s is in memory", ErrNoContentFile, id)
+		return nil, nil, fmt.Errorf("%w: paste %s is in memory", ErrNoContentFile, id)
 	}
 	head := make([]byte, min(it.r.n, 4096))
 	if _, err := osf.ReadAt(head, int64(it.r.off)); err != nil {
-		return nil, nil, false, fmt.Errorf("read paste %s: %w", id, err)
+		return nil, nil, fmt.Errorf("read paste %s: %w", id, err)
 	}
 	le := binary.LittleEndian
 	at := rHeader
@@ -52,7 +59,7 @@ func (f *FSM) OpenContent(id string, now time.Time) (*Paste, *Content, bool, err
 	if at > len(head) || int64(at)+body != int64(it.r.n) {
 		// A record whose short fields pass 4 KiB, or a damaged one: the
 		// whole read, which checks it, answers.
-		return nil, nil, false, fmt.Errorf("%w: paste %s has a head of %d bytes", ErrNoContentFile, id, at)
+		return nil, nil, fmt.Errorf("%w: paste %s has a head of %d bytes", ErrNoContentFile, id, at)
 	}
 	// The record's head is the paste but for its content.
 	rec := head[:at]
@@ -74,13 +81,39 @@ func (f *FSM) OpenContent(id string, now time.Time) (*Paste, *Content, bool, err
 	}
 	runtime.KeepAlive(s)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("open paste %s: %w", id, err)
+		return nil, nil, fmt.Errorf("open paste %s: %w", id, err)
 	}
 	if _, err := file.Seek(int64(it.r.off)+int64(at), io.SeekStart); err != nil {
 		file.Close()
-		return nil, nil, false, fmt.Errorf("open paste %s: %w", id, err)
+		return nil, nil, fmt.Errorf("open paste %s: %w", id, err)
 	}
-	return &p, &Content{&io.LimitedReader{R: file, N: body}, file}, true, nil
+	return &p, &Content{&io.LimitedReader{R: file, N: body}, file}, nil
+}
+
+// LargeContent is the record size from which GetLarge hands out a file
+// region: below it a pread into memory costs less than opening the file.
+const LargeContent = 64 << 10
+
+// GetLarge is Get, except that a paste whose record is LargeContent or
+// more, in a segment file, comes as OpenContent hands it out: its Content
+// nil, the content in c, which the caller closes.
+func (f *FSM) GetLarge(id string, now time.Time) (*Paste, *Content, bool) {
+	it, ok := f.cur.Load().pastes.get(id)
+	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
+		return nil, nil, false
+	}
+	if it.r.n >= LargeContent {
+		p, c, err := openContent(it)
+		if err == nil {
+			return p, c, true
+		}
+		if !errors.Is(err, ErrNoContentFile) {
+			f.log.Error("cannot open a paste", "id", id, "err", err)
+			return nil, nil, false
+		}
+	}
+	p, ok := f.read(it)
+	return p, nil, ok
 }
 
 // ErrNoContentFile means OpenContent cannot hand out a paste that Get can.

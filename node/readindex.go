@@ -46,34 +46,57 @@ func newReadIndexer() *readIndexer {
 // false fsm.ErrNotFound. With stale set, it answers from the local copy
 // whatever the lease and the leader.
 func (n *Node) Read(ctx context.Context, id string, stale bool) (*fsm.Paste, error) {
+	p, _, err := n.read(ctx, id, stale, false)
+	return p, err
+}
+
+// ReadLarge is Read, except that a large paste comes as a file region
+// (fsm.FSM.GetLarge): its Content nil, its content in c, which the caller
+// closes, so that a server can send it without copying it into memory.
+func (n *Node) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+	return n.read(ctx, id, stale, true)
+}
+
+// get reads paste id from the local copy, as ReadLarge with large set.
+func (n *Node) get(id string, now time.Time, large bool) (*fsm.Paste, *fsm.Content, bool) {
+	if large {
+		return n.fsm.GetLarge(id, now)
+	}
+	p, ok := n.fsm.Get(id, now)
+	return p, nil, ok
+}
+
+// read is Read and ReadLarge, which differ only in how they read the
+// paste from the local copy (get).
+func (n *Node) read(ctx context.Context, id string, stale, large bool) (*fsm.Paste, *fsm.Content, error) {
 	// One clock read serves the lease and the expiry: reading the clock is
 	// a measurable part of a hit.
 	now := time.Now()
 	if stale || n.leaseValidAt(now) {
-		if p, ok := n.fsm.Get(id, now); ok {
-			return p, nil
+		if p, c, ok := n.get(id, now, large); ok {
+			return p, c, nil
 		}
 		if stale {
-			return nil, fsm.ErrNotFound
+			return nil, nil, fsm.ErrNotFound
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, readBudget)
 	defer cancel()
 	if err := n.linearize(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if p, ok := n.fsm.Get(id, time.Now()); ok {
-		return p, nil
+	if p, c, ok := n.get(id, time.Now(), large); ok {
+		return p, c, nil
 	}
 	// A removal is in effect once no lease lets a node serve what it
 	// removed, not when this node applied it: until then, another node may
 	// still rightly serve the paste, and a 404 here would come before it.
 	if index, gone := n.fsm.Gone(id); gone {
 		if err := n.removalSafe(ctx, index); err != nil {
-			return nil, fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
+			return nil, nil, fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
 		}
 	}
-	return nil, fsm.ErrNotFound
+	return nil, nil, fsm.ErrNotFound
 }
 
 // linearize waits until this node has applied every write acknowledged

@@ -3,6 +3,7 @@ package httpx
 import (
 	"bytes"
 	"hash/maphash"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,7 +49,13 @@ func RawID(path string) (id string, ok bool) {
 // in its records for now, so that the state machine need not know HTTP;
 // only whether the content is text is fsm's (text).
 func RawHeaders(p *fsm.Paste, length bool, set func(name string, value []string)) {
-	v := rawValuesOf(p)
+	rawHeaders(p, len(p.Content), length, set)
+}
+
+// rawHeaders is RawHeaders of a paste whose content is size bytes, which
+// p.Content need not hold.
+func rawHeaders(p *fsm.Paste, size int, length bool, set func(name string, value []string)) {
+	v := rawValuesOf(p, size)
 	if text(p) {
 		set("Content-Type", hvText)
 	} else {
@@ -124,20 +131,21 @@ var (
 	valueSeed  = maphash.MakeSeed()
 )
 
-// rawValuesOf returns p's header values, from valueCache when they are
-// there.
-func rawValuesOf(p *fsm.Paste) *rawValues {
+// rawValuesOf returns the header values of p, whose content is size
+// bytes, from valueCache when they are there.
+func rawValuesOf(p *fsm.Paste, size int) *rawValues {
 	slot := &valueCache[maphash.String(valueSeed, p.ID)&(valueSlots-1)]
-	if v := slot.Load(); v != nil && v.id == p.ID && v.created == p.CreatedAt && v.expires == p.ExpiresAt && v.size == len(p.Content) {
+	if v := slot.Load(); v != nil && v.id == p.ID && v.created == p.CreatedAt && v.expires == p.ExpiresAt && v.size == size {
 		return v
 	}
-	v := formatValues(p)
+	v := formatValues(p, size)
 	slot.Store(v)
 	return v
 }
 
-// formatValues formats p's header values.
-func formatValues(p *fsm.Paste) *rawValues {
+// formatValues formats the header values of p, whose content is size
+// bytes.
+func formatValues(p *fsm.Paste, size int) *rawValues {
 	var buf [128]byte
 	var ends [4]int
 	b := append(buf[:0], '"')
@@ -148,14 +156,14 @@ func formatValues(p *fsm.Paste) *rawValues {
 	ends[vETag] = len(b)
 	b = appendHTTPDate(b, p.CreatedAt)
 	ends[vLastModified] = len(b)
-	b = strconv.AppendInt(b, int64(len(p.Content)), 10)
+	b = strconv.AppendInt(b, int64(size), 10)
 	ends[vLength] = len(b)
 	if p.ExpiresAt != 0 {
 		b = appendHTTPDate(b, p.ExpiresAt)
 	}
 	ends[vExpires] = len(b)
 	s := string(b)
-	v := &rawValues{id: s[1 : 1+len(p.ID)], created: p.CreatedAt, expires: p.ExpiresAt, size: len(p.Content)}
+	v := &rawValues{id: s[1 : 1+len(p.ID)], created: p.CreatedAt, expires: p.ExpiresAt, size: size}
 	at := 0
 	for i, end := range ends {
 		v.v[i], at = s[at:end], end
@@ -217,6 +225,18 @@ func WriteRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 	if r.Method != http.MethodHead {
 		w.Write(p.Content)
 	}
+}
+
+// WriteRawFile answers a plain GET of the non-burn paste p, whose Content
+// is nil and whose content c holds (fsm.FSM.GetLarge), with the headers
+// SetRawHeaders would set. net/http copies a file region to a plain TCP
+// connection with sendfile: the bytes go from the page cache to the
+// socket without passing through the Go heap. Over TLS it copies them.
+func WriteRawFile(w http.ResponseWriter, p *fsm.Paste, c *fsm.Content) {
+	h := w.Header()
+	rawHeaders(p, int(c.N), true, func(name string, value []string) { h[name] = value })
+	w.WriteHeader(http.StatusOK)
+	io.Copy(w, c.LimitedReader)
 }
 
 // NetHTTPCounts reports whether net/http sends the Content-Length of an
