@@ -13,9 +13,8 @@ const pasteFields = 10
 // msgpack array of its encoded fields in a fixed order, written without
 // reflection. The log keeps encoding pastes as maps (Command.Paste), whose
 // keys let a field be added without a new format; a snapshot names its
-// format in its version byte instead, and a node restores every paste of
-// its snapshot at each start, where msgpack's reflection over the map's
-// keys is slow both ways.
+// format in its version byte instead, and holds every paste, where
+// msgpack's reflection over the map's keys is slow both ways.
 func encodePasteRecord(enc *msgpack.Encoder, p *Paste) error {
 	if err := enc.EncodeArrayLen(pasteFields); err != nil {
 		return err

@@ -326,8 +326,8 @@ func decodePasteFields(dec *msgpack.Decoder, version byte, n int, tx *txn) error
 		for _, p := range batch {
 			tx.add(p)
 		}
-		// add copied the pastes into the arena: the decoder may reuse
-		// them, and the room their slices have.
+		// add copied the pastes into their records: the decoder may
+		// reuse them, and the room their slices have.
 		select {
 		case free <- batch[:cap(batch)]:
 		default:
@@ -338,10 +338,8 @@ func decodePasteFields(dec *msgpack.Decoder, version byte, n int, tx *txn) error
 
 // restoreBatch is how many decoded pastes decodePastes hands over at once.
 // restoreBuffers is how many batches a restore decodes into, reusing each
-// once its pastes are stored: otherwise a start allocates every paste's
-// content once more only to copy it into the arena, in memory new to the
-// process (the start's headroom holds the collector back), which the
-// kernel faults in a page at a time.
+// once its pastes are stored: otherwise a restore allocates every paste's
+// content only to copy it into a segment.
 const (
 	restoreBatch   = 256
 	restoreBuffers = 8

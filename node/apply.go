@@ -348,7 +348,7 @@ func (n *Node) leaderLoop() {
 		case <-tick.C:
 			n.reap()
 			n.stepDownIfRemoved()
-			// On every node: slabs an apply left to compact (fsm.Compact)
+			// On every node: segments an apply left to compact (fsm.Compact)
 			// must not wait for the next writes.
 			n.fsm.Compact()
 		}

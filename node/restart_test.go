@@ -118,12 +118,12 @@ func newestSnapshot(t *testing.T, dir string) uint64 {
 	return metas[0].Index
 }
 
-// TestIdleNodeCompacts: slabs that a large expiry left to compact, more
+// TestIdleNodeCompacts: segments that a large expiry left to compact, more
 // than one apply compacts, are compacted while the node takes no writes
 // (the apply loop's tick calls fsm.Compact), not held until writes come.
 func TestIdleNodeCompacts(t *testing.T) {
 	n := openNode(t)
-	// 24 slabs of 4 MiB, three ticks' compaction and more.
+	// 96 MiB: six segments, more than one apply compacts.
 	const pastes, size = 192, 512 << 10
 	content := bytes.Repeat([]byte("c"), size)
 	var wg sync.WaitGroup
@@ -151,15 +151,15 @@ func TestIdleNodeCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if left := n.fsm.Compacting(); left == 0 {
-		t.Fatal("the expiry left no slab to compact; the test needs more emptied")
+		t.Fatal("the expiry left no segment to compact; the test needs more emptied")
 	}
 	if count, _ := n.fsm.Stats(); count != 0 {
 		t.Fatalf("%d pastes left after the expiry", count)
 	}
 	index := n.fsm.Index()
-	waitUntil(t, 10*time.Second, "slabs compacted while idle", func() error {
+	waitUntil(t, 10*time.Second, "segments compacted while idle", func() error {
 		if left := n.fsm.Compacting(); left > 0 {
-			return fmt.Errorf("%d slabs wait", left)
+			return fmt.Errorf("%d segments wait", left)
 		}
 		return nil
 	})
