@@ -37,6 +37,9 @@ type arena struct {
 	// all holds every segment that may hold an indexed record.
 	all    map[uint64]*segment
 	sparse []*segment // sealed, at least half garbage, to be compacted
+	// compacting is the segment being compacted, up to cursor.
+	compacting *segment
+	cursor     int64
 	// dropped are segments nothing indexes any more, whose files go once
 	// no snapshot is being persisted (FSM.dropSegments).
 	dropped []*segment
@@ -129,43 +132,60 @@ func (a *arena) dropAll() {
 	for _, s := range a.all {
 		a.drop(s)
 	}
-	a.cur, a.sparse = nil, nil
+	a.cur, a.sparse, a.compacting = nil, nil, nil
 }
 
-// compactPerApply is how many segments an apply batch compacts at most,
-// so an apply copies at most half a segment however much it removed (an
-// expiry after a long stop, say). The rest waits for the next applies, or
-// for FSM.Compact while the node is idle.
-const compactPerApply = 1
-
-// takeSparse returns up to compactPerApply segments to compact and
-// forgets them.
-func (a *arena) takeSparse() []*segment {
-	n := min(len(a.sparse), compactPerApply)
-	s := a.sparse[:n:n]
-	a.sparse = a.sparse[n:]
-	return s
+// waiting returns how many segments wait for compaction, the one under
+// way included.
+func (a *arena) waiting() int {
+	n := len(a.sparse)
+	if a.compacting != nil {
+		n++
+	}
+	return n
 }
 
-// records calls fn for every record of the sealed segment s, removed ones
-// included, with its offset; it reads the whole segment at once.
-func (s *segment) records(fn func(off int, rec []byte) error) error {
-	b, err := s.read(0, uint32(s.size))
+// compactBudget is how many bytes of a segment's records an apply batch,
+// or an idle FSM.Compact, reads for compaction at most: compaction holds
+// the writer, so it goes a step at a time however much waits (an expiry
+// after a long stop, say), and writes wait for one step at most.
+const compactBudget = 1 << 20
+
+// records calls fn for each whole record of the sealed segment s that
+// starts in [off, off+budget), removed ones included, with its offset,
+// and returns the offset after the last: where the next step starts. A
+// record longer than the budget is read whole when it comes first.
+func (s *segment) records(off, budget int64, fn func(off int64, rec []byte) error) (int64, error) {
+	n := min(budget, s.size-off)
+	if n < rHeader {
+		n = min(rHeader, s.size-off)
+	}
+	b, err := s.read(off, uint32(n))
 	if err != nil {
-		return err
+		return off, err
 	}
-	for off := 0; off < len(b); {
-		if len(b)-off < rHeader {
-			return fmt.Errorf("segment %s: a record cut short at %d", segmentName(s.id), off)
+	at := 0
+	for at+rHeader <= len(b) {
+		size := int(binary.LittleEndian.Uint32(b[at+rLen:]))
+		if size < rHeader || off+int64(at)+int64(size) > s.size {
+			return off, fmt.Errorf("segment %s: a record of %d bytes at %d", segmentName(s.id), size, off+int64(at))
 		}
-		n := int(binary.LittleEndian.Uint32(b[off+rLen:]))
-		if n < rHeader || n > len(b)-off {
-			return fmt.Errorf("segment %s: a record of %d bytes at %d", segmentName(s.id), n, off)
+		rec := b[at:min(at+size, len(b))]
+		if len(rec) < size {
+			if at > 0 {
+				break // the next step reads it
+			}
+			if rec, err = s.read(off, uint32(size)); err != nil {
+				return off, err
+			}
 		}
-		if err := fn(off, b[off:off+n:off+n]); err != nil {
-			return err
+		if err := fn(off+int64(at), rec[:size:size]); err != nil {
+			return off, err
 		}
-		off += n
+		at += size
 	}
-	return nil
+	if at == 0 {
+		return off, fmt.Errorf("segment %s: a record cut short at %d", segmentName(s.id), off)
+	}
+	return off + int64(at), nil
 }

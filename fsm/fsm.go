@@ -423,30 +423,44 @@ func (t *txn) add(p *Paste) {
 }
 
 // compact moves the records still indexed out of the sealed segments that
-// are at least half garbage, and drops those.
+// are at least half garbage, and drops those, compactBudget bytes a call
+// at most.
 func (t *txn) compact() {
-	for _, s := range t.arena.takeSparse() {
-		if s.live > 0 {
-			err := s.records(func(off int, rec []byte) error {
-				id := str(rec[rHeader : rHeader+binary.LittleEndian.Uint32(rec[rLens+4*fieldID:])])
-				it, ok := t.pastes.get(id)
-				if !ok || it.r.s != s || int(it.r.off) != off {
-					return nil // removed
-				}
-				moved, err := t.arena.write(rec)
-				if err != nil {
-					return err
-				}
-				t.arena.free(it.r, t.clock)
-				it.r = moved
-				t.pastes.set(it)
-				return nil
-			})
-			if err != nil {
-				panic(fmt.Sprintf("fsm: compact: %v", err))
+	a := t.arena
+	for budget := int64(compactBudget); budget > 0; {
+		s := a.compacting
+		if s == nil {
+			if len(a.sparse) == 0 {
+				return
 			}
+			s, a.sparse = a.sparse[0], a.sparse[1:]
+			a.compacting, a.cursor = s, 0
 		}
-		t.arena.drop(s)
+		if s.live == 0 || a.cursor >= s.size {
+			a.drop(s)
+			a.compacting = nil
+			continue
+		}
+		next, err := s.records(a.cursor, budget, func(off int64, rec []byte) error {
+			id := str(rec[rHeader : rHeader+binary.LittleEndian.Uint32(rec[rLens+4*fieldID:])])
+			it, ok := t.pastes.get(id)
+			if !ok || it.r.s != s || int64(it.r.off) != off {
+				return nil // removed
+			}
+			moved, err := a.write(rec)
+			if err != nil {
+				return err
+			}
+			a.free(it.r, t.clock)
+			it.r = moved
+			t.pastes.set(it)
+			return nil
+		})
+		if err != nil {
+			panic(fmt.Sprintf("fsm: compact: %v", err))
+		}
+		budget -= next - a.cursor
+		a.cursor = next
 	}
 }
 

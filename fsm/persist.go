@@ -35,22 +35,24 @@ func (f *FSM) Compact() (more bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.cur.Load()
-	if len(old.arena.sparse) == 0 {
+	if old.arena.waiting() == 0 {
 		return false
 	}
 	tx := newTxn(old)
 	tx.compact()
 	f.commit(tx)
-	return len(old.arena.sparse) > 0
+	return old.arena.waiting() > 0
 }
 
-// Purge compacts a segment that holds a record removed at or before the
-// time before (Unix nanoseconds, as Command.Now), however little of it is
-// garbage, sealing the active segment if need be, and reports whether
-// more such segments wait. Once Purge reports none and a snapshot was
-// taken after it, the content of the pastes removed by then is in no file
-// of the FSM's directory or its snapshots'. Compaction alone leaves a
-// segment until half of it is garbage.
+// Purge queues for compaction every segment that holds a record removed
+// at or before the time before (Unix nanoseconds, as Command.Now),
+// however little of it is garbage, sealing the active segment if need be;
+// then it takes a step of compaction, as Compact does. It reports whether
+// it found such a segment, and whether compaction still waits. Once it
+// reports neither and a snapshot was taken after it, the content of the
+// pastes removed by then is in no file of the FSM's directory or its
+// snapshots'. Compaction alone leaves a segment until half of it is
+// garbage.
 func (f *FSM) Purge(before int64) (purged, more bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,6 +62,7 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 		if s.freed == 0 || s.freed > before {
 			continue
 		}
+		purged = true
 		if s == a.cur {
 			if err := a.seal(); err != nil {
 				panic(fmt.Sprintf("fsm: %v", err))
@@ -70,13 +73,13 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 			a.sparse = append(a.sparse, s)
 		}
 	}
-	if len(a.sparse) == 0 {
-		return false, false
+	if a.waiting() == 0 {
+		return purged, false
 	}
 	tx := newTxn(old)
 	tx.compact()
 	f.commit(tx)
-	return true, len(a.sparse) > 0
+	return purged, a.waiting() > 0
 }
 
 // dropSegments removes the files of the segments nothing indexes any more,
@@ -97,7 +100,7 @@ func (f *FSM) dropSegments() {
 func (f *FSM) Compacting() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return len(f.cur.Load().arena.sparse)
+	return f.cur.Load().arena.waiting()
 }
 
 // Snapshot captures the current state. It copies nothing: the state is

@@ -349,11 +349,20 @@ func (n *Node) leaderLoop() {
 			n.reap()
 			n.stepDownIfRemoved()
 			// On every node: segments an apply left to compact (fsm.Compact)
-			// must not wait for the next writes.
-			n.fsm.Compact()
+			// must not wait for the next writes. A few steps a tick; writes
+			// that come meanwhile go between them.
+			for range idleCompactSteps {
+				if !n.fsm.Compact() {
+					break
+				}
+			}
 		}
 	}
 }
+
+// idleCompactSteps is how many steps of compaction (fsm.Compact) the
+// leader loop takes a tick: with steps of a megabyte, 32 MiB a second.
+const idleCompactSteps = 8
 
 // await waits for f, or until the node closes (ErrClosed): with
 // BatchApplyCh, Raft never answers a future still queued when it shuts
@@ -481,28 +490,35 @@ func (n *Node) snapshotLoop() {
 // DefaultPurgeAfter is Config.PurgeAfter's default.
 const DefaultPurgeAfter = 10 * time.Minute
 
-// purge rewrites the segments that hold a paste removed more than half of
-// PurgeAfter ago (fsm.Purge), then snapshots, so that the snapshot that
-// linked the old segments, and with them the last copy of the content, is
-// replaced. A snapshot needs an entry applied since the last one: when
-// there is none, the leader appends a barrier, which every node applies,
-// and a follower waits for it (purgePending).
+// purge rewrites the segments that hold a paste removed more than a
+// quarter of PurgeAfter ago (fsm.Purge), every quarter of PurgeAfter, then
+// snapshots, so that the snapshot that linked the old segments, and with
+// them the last copy of the content, is replaced: content removed at T is
+// gone from the store's files by T + PurgeAfter/2 and a snapshot. Not
+// more often, since a snapshot writes the whole index. A snapshot needs
+// an entry applied since the last one: when there is none, the leader
+// appends a barrier, which every node applies, and a follower waits for
+// it (purgePending).
 func (n *Node) purge() {
 	if n.cfg.PurgeAfter < 0 {
 		return
 	}
-	before := time.Now().Add(-n.cfg.PurgeAfter / 2).UnixNano()
-	for {
-		purged, more := n.fsm.Purge(before)
-		if purged {
-			n.purgePending = true
+	if now := time.Now(); !n.purgePending {
+		if now.Sub(n.lastPurge) < n.cfg.PurgeAfter/4 {
+			return
 		}
-		if !more {
-			break
+		n.lastPurge = now
+		before := now.Add(-n.cfg.PurgeAfter / 4).UnixNano()
+		for {
+			purged, more := n.fsm.Purge(before)
+			n.purgePending = n.purgePending || purged
+			if !more {
+				break
+			}
 		}
-	}
-	if !n.purgePending {
-		return
+		if !n.purgePending {
+			return
+		}
 	}
 	_, err := n.Snapshot()
 	if errors.Is(err, ErrNothingNew) && n.raft.State() == raft.Leader {

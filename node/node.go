@@ -247,13 +247,16 @@ type Node struct {
 
 	storage *storageGuard
 
-	notify       chan bool
-	minProto     atomic.Pointer[func() int] // see SetPeerProtocol
-	closing      atomic.Bool
-	barrierTerm  atomic.Uint64 // the term whose Barrier this leader passed
-	unannounced  atomic.Int64  // writes to announce not committed yet (announceCommit)
-	lastSnapAt   atomic.Int64  // FSM.AppliedBytes at the last snapshot
-	purgePending bool          // purged since the last snapshot; snapshotLoop's own
+	notify      chan bool
+	minProto    atomic.Pointer[func() int] // see SetPeerProtocol
+	closing     atomic.Bool
+	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
+	unannounced atomic.Int64  // writes to announce not committed yet (announceCommit)
+	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
+	// Of purge, which snapshotLoop alone runs: when it last looked, and
+	// whether it purged since the last snapshot.
+	lastPurge    time.Time
+	purgePending bool
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
 	timeouts      atomic.Pointer[raft.ReloadableConfig]
