@@ -55,6 +55,7 @@ type bench struct {
 	hc      *http.Client
 	content []byte // the 1 KiB every read serves
 	id      string // that paste's id on the live node
+	filled  int64  // pastes of 1 KiB made so far, so that the next differ
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

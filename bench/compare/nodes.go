@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -83,45 +84,101 @@ func (b *bench) status(n *pnode) (status, error) {
 
 // create posts content to n and returns the new paste's id.
 func (b *bench) create(n *pnode, content []byte) (string, error) {
-	resp, err := b.hc.Post(n.url+"/", "application/octet-stream", bytes.NewReader(content))
+	id, status, err := b.post(n.url, content)
+	if err == nil && status != http.StatusCreated {
+		err = fmt.Errorf("create: %d %s", status, http.StatusText(status))
+	}
+	return id, err
+}
+
+// post creates a paste of content at base and returns its id and the
+// answer's status.
+func (b *bench) post(base string, content []byte) (string, int, error) {
+	resp, err := b.hc.Post(base+"/", "application/octet-stream", bytes.NewReader(content))
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("create: %s", resp.Status)
-	}
-	return resp.Header.Get("X-Paste-Id"), nil
+	return resp.Header.Get("X-Paste-Id"), resp.StatusCode, nil
 }
 
-// fill creates pastes of 1 KiB on n, each different, until it holds
-// total, from 32 clients at once, and returns the ids it made.
+// fill creates total pastes of 1 KiB on n, each different from every
+// other the run makes, from 32 clients at once, and returns their ids.
 func (b *bench) fill(ctx context.Context, n *pnode, total int) ([]string, error) {
-	ids := make([]string, total)
+	from := b.filled
+	b.filled += int64(total)
+	res := b.createMany(ctx, n.url, bulk{total: total, clients: 32, size: len(b.content), stopOnError: true,
+		content: func(i int64, body []byte) {
+			copy(body, b.content)
+			copy(body, fmt.Sprintf("%09d ", from+i))
+		}})
+	return res.ids, res.firstErr
+}
+
+// bulk describes pastes that createMany makes: total of size bytes from
+// clients at once, paste i's content written by content.
+type bulk struct {
+	total, clients, size int
+	content              func(i int64, body []byte)
+	stopOnError          bool // else every paste is tried and the failures counted
+	sums                 bool // keep each content's sha256
+}
+
+// created is what createMany made: each paste's id ("" where the create
+// failed), the sha256 of its content when asked, and how many answers had
+// each status (0: no answer).
+type created struct {
+	ids      []string
+	sums     [][sha256.Size]byte
+	statuses map[int]int
+	firstErr error
+}
+
+// createMany creates the pastes l describes at base.
+func (b *bench) createMany(ctx context.Context, base string, l bulk) created {
+	res := created{ids: make([]string, l.total), statuses: map[int]int{}}
+	if l.sums {
+		res.sums = make([][sha256.Size]byte, l.total)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range 32 {
+	for range l.clients {
 		wg.Go(func() {
-			body := bytes.Clone(b.content)
-			for i := next.Add(1) - 1; i < int64(total) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				copy(body, fmt.Sprintf("%09d ", i))
-				id, err := b.create(n, body)
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					return
+			body := make([]byte, l.size)
+			for i := next.Add(1) - 1; i < int64(l.total) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				l.content(i, body)
+				if l.sums {
+					res.sums[i] = sha256.Sum256(body)
 				}
-				ids[i] = id
+				id, status, err := b.post(base, body)
+				if err == nil && status != http.StatusCreated {
+					err = fmt.Errorf("create: %d %s", status, http.StatusText(status))
+				}
+				mu.Lock()
+				res.statuses[status]++
+				if err != nil && res.firstErr == nil {
+					res.firstErr = err
+				}
+				mu.Unlock()
+				if err != nil {
+					if l.stopOnError {
+						cancel()
+					}
+					continue
+				}
+				res.ids[i] = id
 			}
 		})
 	}
 	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
+	if res.firstErr == nil && ctx.Err() != nil {
+		res.firstErr = ctx.Err()
 	}
-	return ids, firstErr
+	return res
 }
 
 // cluster starts three nodes that form one cluster and returns them once
