@@ -48,6 +48,7 @@ type bench struct {
 	duration time.Duration
 	conns    int
 	pastes   int
+	memory   int             // pastes of 1 KiB in the node for the memory row
 	only     map[string]bool // the row groups to measure; empty: all
 	log      io.Writer
 
@@ -67,13 +68,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&b.duration, "duration", 3*time.Second, "length of one wrk run")
 	fs.IntVar(&b.conns, "conns", 64, "wrk connections (the 1,000-connection row has its own)")
 	fs.IntVar(&b.pastes, "pastes", 100_000, "pastes of 1 KiB in the node for the memory, restart and export rows")
+	fs.IntVar(&b.memory, "memory-pastes", 500_000, "pastes of 1 KiB in the node for the memory row (at least -pastes)")
 	only := fs.String("only", "", "measure only these row groups, comma-separated: "+strings.Join(rowGroups, ", "))
 	out := fs.String("out", "bench/results/latest.txt", "file the table is written to as well")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if b.rounds < 1 || b.duration <= 0 || b.conns < 1 || b.pastes < 1 {
-		return fmt.Errorf("-rounds, -duration, -conns and -pastes must be positive")
+	if b.rounds < 1 || b.duration <= 0 || b.conns < 1 || b.pastes < 1 || b.memory < 1 {
+		return fmt.Errorf("-rounds, -duration, -conns, -pastes and -memory-pastes must be positive")
 	}
 	if *only != "" {
 		// A partial table does not replace the latest full one unless
