@@ -115,13 +115,15 @@ jepsen:
 
 # The comparison of BENCHMARKS.md: pastenode against a bare net/http
 # handler, nginx, etcd and kawipiko-server, one table in
-# bench/results/latest.txt (needs wrk, nginx-light and etcd-server; about
-# 5 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
+# bench/results/latest.txt (needs wrk, nginx-light and etcd-server, and
+# docker for the capacity row, which runs the image of docker-image;
+# about 10 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
 # -duration 1s -pastes 5000' for a quick look.
 BENCH_FLAGS ?=
 bench:
 	$(GO) build -o $(BIN)/ ./cmd/pastenode ./cmd/pastectl ./bench/bare ./bench/compare
-	$(BIN)/compare -bin $(BIN) $(BENCH_FLAGS)
+	@if command -v docker >/dev/null; then $(MAKE) docker-image; else echo "bench: no docker: the capacity row is not measured"; fi
+	$(BIN)/compare -bin $(BIN) -image $(IMAGE) $(BENCH_FLAGS)
 
 # The Go micro-benchmarks of the packages.
 bench-go:

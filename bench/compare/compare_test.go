@@ -147,3 +147,35 @@ func TestReadCPURow(t *testing.T) {
 		t.Errorf("without a measure: %+v", r)
 	}
 }
+
+func TestWriteCostRow(t *testing.T) {
+	tests := []struct {
+		name                     string
+		written, onDisk, creates int64
+		device                   string
+		wantMet, wantPrefix      string
+	}{
+		{"the device decides", 100 << 20, 10 << 20, 1000, "vda", "met", "10.2 KiB written by vda"},
+		{"a device over the target", 1 << 20, 100 << 20, 1000, "vda", "MISS", "102.4 KiB written by vda"},
+		{"without a device, write_bytes", 100 << 20, -1, 1000, "", "MISS", "write_bytes 102.4 KiB"},
+		{"no creates", 1, 1, 0, "vda", "MISS (no creates)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := writeCostRow(tt.written, tt.onDisk, tt.creates, tt.device)
+			if r.met != tt.wantMet || !strings.HasPrefix(r.ours, tt.wantPrefix) {
+				t.Errorf("got %q, %q; want %q, %q...", r.met, r.ours, tt.wantMet, tt.wantPrefix)
+			}
+		})
+	}
+}
+
+func TestBlockDevice(t *testing.T) {
+	d := blockDevice(t.TempDir())
+	if d.name == "" {
+		t.Skip("no block device under the temporary directory")
+	}
+	if _, err := d.written(); err != nil {
+		t.Errorf("%s: %v", d.name, err)
+	}
+}
