@@ -249,9 +249,10 @@ func (b *bench) readBack(n *pnode, ids []string) error {
 
 // readRows measures the read rows: raw reads on the live node, the mirror,
 // the bare handler, nginx and kawipiko, over HTTP and HTTPS, then 1,000
-// connections on the live node and the bare handler.
+// connections on the live node and the bare handler, then reads of 1 MiB
+// on the live node and nginx.
 func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, error) {
-	t, err := b.readTargets(ctx, live, cdb)
+	t, large, err := b.readTargets(ctx, live, cdb)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +266,13 @@ func (b *bench) readRows(ctx context.Context, live *pnode, cdb string) ([]row, e
 	if err != nil {
 		return nil, err
 	}
+	b.say("reads of 1 MiB: %d rounds", b.rounds)
+	largeRuns, _, err := b.runRounds(ctx, large, b.conns, false)
+	if err != nil {
+		return nil, err
+	}
 	rows := []row{
+		ratioRow("GET /raw/{id}, 1 MiB, live node vs nginx with sendfile", largeRuns["live"], largeRuns["nginx"], 0),
 		ratioRow("GET /raw/{id}, 1 KiB, live node vs bare net/http", byName["live"], byName["bare"], 0.95),
 		ratioRow("same read on pastenode mirror vs bare net/http", byName["mirror"], byName["bare"], 0.95),
 		ratioRow("reference: live vs the bare handler sending the live node's headers too", byName["live"], byName["bare-like"], 0),
@@ -290,49 +297,58 @@ type target struct {
 }
 
 // readTargets starts the servers the read rows compare and returns them,
-// the live node first and the bare handler second.
-func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]target, error) {
+// the live node first and the bare handler second, and apart from them the
+// live node and nginx serving a paste of 1 MiB.
+func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) (t, large []target, err error) {
 	www := filepath.Join(b.tmp, "www")
 	file := filepath.Join(www, "raw", b.id)
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(file, b.content, 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bare, err := b.startBare(ctx, "bare", ports[0], file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := b.startBare(ctx, "bare-like", ports[3], file, "--like", live.url+"/raw/"+b.id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cert, key, err := selfSigned(b.tmp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := b.startNginx(ctx, www, ports[1], ports[2], cert, key); err != nil {
-		return nil, err
+	if err := b.startNginx(ctx, www, ports[1], ports[2], ports[4], cert, key); err != nil {
+		return nil, nil, err
 	}
 	tls, err := b.startNode("tls", "--tls-cert", cert, "--tls-key", key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.ready(ctx, tls, 30*time.Second); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tlsID, err := b.create(tls, b.content)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(www, "raw", tlsID), b.content, 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	t := []target{
+	largeID, err := b.largePaste(live, www)
+	if err != nil {
+		return nil, nil, err
+	}
+	large = []target{
+		{"live", live.url + "/raw/" + largeID, 0},
+		{"nginx", "http://" + ports[4] + "/raw/" + largeID, 0},
+	}
+	t = []target{
 		{"live", live.url + "/raw/" + b.id, live.cmd.Process.Pid},
 		{"bare", "http://" + ports[0] + "/raw/" + b.id, bare},
 		{"bare-like", "http://" + ports[3] + "/raw/" + b.id, 0},
@@ -341,10 +357,22 @@ func (b *bench) readTargets(ctx context.Context, live *pnode, cdb string) ([]tar
 		{"nginx-tls", "https://" + ports[2] + "/raw/" + tlsID, 0},
 	}
 	if cdb == "" {
-		return t, nil
+		return t, large, nil
 	}
 	mirrors, err := b.mirrorTargets(ctx, cdb, file)
-	return append(t, mirrors...), err
+	return append(t, mirrors...), large, err
+}
+
+// largePaste creates a paste of 1 MiB of random bytes on n, writes the
+// same file under www for nginx, and returns its id.
+func (b *bench) largePaste(n *pnode, www string) (string, error) {
+	content := make([]byte, 1<<20)
+	bigContent(-1, content)
+	id, err := b.create(n, content)
+	if err != nil {
+		return "", fmt.Errorf("a paste of 1 MiB: %w", err)
+	}
+	return id, os.WriteFile(filepath.Join(www, "raw", id), content, 0o644)
 }
 
 // mirrorTargets starts pastenode mirror on the export cdb, a bare handler
