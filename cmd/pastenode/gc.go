@@ -9,26 +9,22 @@ import (
 	"time"
 )
 
-// The garbage collector's headroom. A node's heap is nearly all pastes,
-// which live until they are deleted or expire, so GOGC's default of 100
-// (the heap may grow to twice what is live before the next collection)
-// doubles the memory a node needs to hold its store. tuneGC rather keeps
-// the headroom near gcHeadroom, or a gcHeadroomShare of the live heap once
-// that is larger: the heap a node needs grows by an eighth, plus a few
-// MiB, instead of doubling. The runtime also keeps about a twentieth over
-// its heap goal from the OS, so a headroom counts about 1.05 times.
+// The garbage collector's headroom. A node's heap is mostly the index of
+// its pastes (their content is on disk), which lives as long as they do,
+// so GOGC's default of 100 (the heap may grow to twice what is live before
+// the next collection) doubles the memory a node needs for its index.
+// tuneGC rather keeps the headroom near gcHeadroom, or a gcHeadroomShare
+// of the live heap once that is larger: the heap grows by an eighth, plus
+// a few MiB, instead of doubling. The runtime also keeps about a twentieth
+// over its heap goal from the OS, so a headroom counts about 1.05 times.
 //
-// The price is collector CPU, which a store's writes pay: the smaller the
-// headroom, the more often a busy node collects. The pastes live in
-// pointer-free slabs (fsm/arena.go), which a collection marks in one step
-// each, so a collection is cheap, but a larger floor still takes more
-// creates. It also takes more memory, and a node with few pastes has the
-// least to spare: the memory row of make bench allows 1.5 times the
-// content plus 64 MiB, which a 32 MiB floor overshoots for small nodes
-// right after their load. A floor that tapers as the live heap grows did
-// not escape that trade-off. Beyond 128 MiB live the eighth applies and
-// the floor no longer matters. The figures are in BENCHMARKS.md,
-// gcHeadroom. GOGC=100 in the environment restores the default.
+// The price is collector CPU, which a store's writes and reads pay: the
+// smaller the headroom, the more often a busy node collects, and each
+// collection marks the whole index. A larger floor takes more creates and
+// more memory, and the memory row of make bench allows 128 bytes a paste
+// plus 64 MiB. Beyond 128 MiB live the eighth applies and the floor no
+// longer matters. The figures are in BENCHMARKS.md, gcHeadroom. GOGC=100
+// in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
@@ -48,11 +44,11 @@ const (
 	// the minutes after.
 	gcExportHeadroom = 128 << 20
 	// startHeadroomFor bounds how long a start holds gcExportHeadroom
-	// while it restores the snapshot and replays the log, until the node
-	// has caught up (serve): a start stores every paste anew, and with
-	// the usual headroom it would collect many times before it is ready,
-	// each collection marking a growing store. The heap it leaves goes
-	// back to the OS in the minutes after, as an export's does.
+	// while it loads the snapshot's index and replays the log, until the
+	// node has caught up (serve): with the usual headroom it would collect
+	// many times before it is ready, each collection marking a growing
+	// index. The heap it leaves goes back to the OS in the minutes after,
+	// as an export's does.
 	startHeadroomFor = time.Minute
 )
 
