@@ -155,7 +155,8 @@ func TestWriteCostRow(t *testing.T) {
 		device                   string
 		wantMet, wantPrefix      string
 	}{
-		{"the device decides", 100 << 20, 10 << 20, 1000, "vda", "met", "10.2 KiB written by vda"},
+		{"both under the target", 10 << 20, 5 << 20, 1000, "vda", "met", "5.1 KiB written by vda"},
+		{"write_bytes over the target", 100 << 20, 10 << 20, 1000, "vda", "MISS", "10.2 KiB written by vda"},
 		{"a device over the target", 1 << 20, 100 << 20, 1000, "vda", "MISS", "102.4 KiB written by vda"},
 		{"without a device, write_bytes", 100 << 20, -1, 1000, "", "MISS", "write_bytes 102.4 KiB"},
 		{"no creates", 1, 1, 0, "vda", "MISS (no creates)", ""},
