@@ -117,7 +117,7 @@ jepsen:
 # handler, nginx, etcd and kawipiko-server, one table in
 # bench/results/latest.txt (needs wrk, nginx-light and etcd-server, and
 # docker for the capacity row, which runs the image of docker-image;
-# about 10 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
+# about 7 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
 # -duration 1s -pastes 5000' for a quick look.
 BENCH_FLAGS ?=
 bench:
