@@ -24,11 +24,13 @@ func (s cutOffStore) Read(ctx context.Context, id string, stale bool) (*fsm.Past
 	return nil, node.ErrUnavailable
 }
 
-func (s cutOffStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
-	if stale {
-		return s.Node.ReadLarge(ctx, id, true)
+func (s cutOffStore) ReadRaw(ctx context.Context, id string, stale bool, into *fsm.Paste, buf []byte) ([]byte, *fsm.Content, error) {
+	p, err := s.Read(ctx, id, stale)
+	if err != nil {
+		return buf, nil, err
 	}
-	return nil, nil, node.ErrUnavailable
+	*into = *p
+	return buf, nil, nil
 }
 
 // TestUnconfirmedReadsAre503: a read the node cannot confirm answers 503

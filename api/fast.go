@@ -29,14 +29,15 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	start := time.Now()
 	// No query: fastRawID takes none, so the header alone can ask.
 	stale := staleRead("", string(ctx.Request.Header.Peek(staleHeader)))
-	// A large paste is net/http's, which sends it from its file with
-	// sendfile; fasthttp would take it into memory.
-	p, c, err := s.readRaw(ctx, id, stale, true)
-	if c != nil {
-		c.Close()
+	rr, err := s.readRaw(ctx, id, stale)
+	if err != nil {
 		return false
 	}
-	if err != nil || p.Burn {
+	defer rr.done()
+	// A large paste is net/http's, which sends it from its file with
+	// sendfile; fasthttp would take it into memory.
+	p := &rr.p
+	if rr.c != nil || p.Burn {
 		return false
 	}
 	rh := &ctx.Response.Header
@@ -45,9 +46,8 @@ func (s *Server) ServeFast(ctx *fasthttp.RequestCtx) bool {
 	method := http.MethodHead
 	if ctx.IsGet() {
 		method = http.MethodGet
-		// Not copied: the content was read into a buffer of its own, and
-		// the answer holds it until it is sent.
-		ctx.Response.SetBodyRaw(p.Content)
+		// Copied: rr goes back to rawReads when this returns.
+		ctx.Response.SetBody(p.Content)
 	}
 	s.rawMetrics.observe(method, http.StatusOK, start)
 	return true

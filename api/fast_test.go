@@ -167,9 +167,13 @@ func (s *anyStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error
 	return &p, nil
 }
 
-func (s *anyStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+func (s *anyStore) ReadRaw(ctx context.Context, id string, stale bool, into *fsm.Paste, buf []byte) ([]byte, *fsm.Content, error) {
 	p, err := s.Read(ctx, id, stale)
-	return p, nil, err
+	if err != nil {
+		return buf, nil, err
+	}
+	*into = *p
+	return buf, nil, nil
 }
 
 // TestRawPathOneRule: every way the live node serves a raw read takes a

@@ -38,9 +38,13 @@ func (s *oneStore) Read(_ context.Context, id string, _ bool) (*fsm.Paste, error
 	return s.p, nil
 }
 
-func (s *oneStore) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
+func (s *oneStore) ReadRaw(ctx context.Context, id string, stale bool, into *fsm.Paste, buf []byte) ([]byte, *fsm.Content, error) {
 	p, err := s.Read(ctx, id, stale)
-	return p, nil, err
+	if err != nil {
+		return buf, nil, err
+	}
+	*into = *p
+	return buf, nil, nil
 }
 
 // Create answers with a paste of the request's content under a fixed id.

@@ -24,7 +24,7 @@ func TestRawLargeFromFile(t *testing.T) {
 	binary := append(bytes.Repeat([]byte{0xff, 0}, fsm.LargeContent), 1)
 	for name, content := range map[string][]byte{"text": text, "binary": binary} {
 		id, _ := create(t, tn.URL, content, "")
-		if _, c, err := tn.node.ReadLarge(context.Background(), id, false); err != nil || c == nil {
+		if _, c, err := tn.node.ReadRaw(context.Background(), id, false, new(fsm.Paste), nil); err != nil || c == nil {
 			t.Fatalf("%s: the node hands out no file region: %v", name, err)
 		} else {
 			c.Close()

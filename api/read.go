@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -83,29 +84,63 @@ func isRaw(path string) bool { _, ok := httpx.RawID(path); return ok }
 // through Raft; a HEAD does not consume it.
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 	id, _ := httpx.RawID(r.URL.Path)
-	p, c, err := s.readRaw(r.Context(), id, wantsStale(r), r.Method == http.MethodGet && !httpx.Conditional(r.Header))
+	rr, err := s.readRaw(r.Context(), id, wantsStale(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if c != nil {
-		defer c.Close()
-		if !p.Burn {
-			httpx.WriteRawFile(w, p, c)
-			return
-		}
+	defer rr.done()
+	if rr.c == nil {
+		s.serveRaw(w, r, &rr.p, false)
+		return
+	}
+	if !rr.p.Burn && r.Method == http.MethodGet && !httpx.Conditional(r.Header) {
+		httpx.WriteRawFile(w, &rr.p, rr.c)
+		return
+	}
+	// A large paste's HEAD, Range or conditional read, or its burn: the
+	// rules of serveRaw, with the content in memory.
+	p, err := s.cfg.Store.Read(r.Context(), id, wantsStale(r))
+	if err != nil {
+		s.error(w, r, err)
+		return
 	}
 	s.serveRaw(w, r, p, false)
 }
 
-// readRaw reads paste id for a raw read: with large set, a large paste
-// as a file region c (its Content nil), which the caller closes.
-func (s *Server) readRaw(ctx context.Context, id string, stale, large bool) (*fsm.Paste, *fsm.Content, error) {
-	if large {
-		return s.cfg.Store.ReadLarge(ctx, id, stale)
+// rawRead is a raw read's paste and the buffer its record was read into,
+// both reused from read to read (rawReads): a raw read copies the content
+// into its answer, and every read left to the collector would cost it a
+// record and a Paste.
+type rawRead struct {
+	p   fsm.Paste
+	buf []byte
+	c   *fsm.Content // a large paste's content, p.Content nil
+}
+
+var rawReads = sync.Pool{New: func() any { return new(rawRead) }}
+
+// readRaw reads paste id for a raw read (Store.ReadRaw) into a rawRead,
+// which the caller gives back with done once the content is sent.
+func (s *Server) readRaw(ctx context.Context, id string, stale bool) (*rawRead, error) {
+	rr := rawReads.Get().(*rawRead)
+	var err error
+	rr.buf, rr.c, err = s.cfg.Store.ReadRaw(ctx, id, stale, &rr.p, rr.buf)
+	if err != nil {
+		rr.done()
+		return nil, err
 	}
-	p, err := s.cfg.Store.Read(ctx, id, stale)
-	return p, nil, err
+	return rr, nil
+}
+
+// done closes rr's file region, if any, and gives rr back to rawReads:
+// nothing of the read may be used afterwards.
+func (rr *rawRead) done() {
+	if rr.c != nil {
+		rr.c.Close()
+	}
+	rr.p, rr.c = fsm.Paste{}, nil
+	rawReads.Put(rr)
 }
 
 // serveRaw writes p's bytes, as a download (/download/ID) when download

@@ -45,10 +45,12 @@ type Store interface {
 	// from the local copy when stale is set. It returns fsm.ErrNotFound or,
 	// when it cannot confirm the answer, node.ErrUnavailable.
 	Read(ctx context.Context, id string, stale bool) (*fsm.Paste, error)
-	// ReadLarge is Read, except that it may hand out a large paste's
-	// content as a file region c, the paste's Content nil, which the
-	// caller closes: a server sends it with sendfile.
-	ReadLarge(ctx context.Context, id string, stale bool) (p *fsm.Paste, c *fsm.Content, err error)
+	// ReadRaw is Read for a server that sends the paste and is done with
+	// it: a small paste is read into into, its fields pointing into buf,
+	// grown as need be and returned for reuse; a large one comes as a file
+	// region c, into's Content nil, which the caller closes and sends with
+	// sendfile.
+	ReadRaw(ctx context.Context, id string, stale bool, into *fsm.Paste, buf []byte) (rec []byte, c *fsm.Content, err error)
 	// Consume hands out a burn paste exactly once.
 	Consume(ctx context.Context, id string) (*fsm.Paste, error)
 	// View is a consistent view of the whole store, for exports.

@@ -16,16 +16,25 @@ type ref struct {
 
 // paste reads r's record into a Paste of its own.
 func (r ref) paste() (*Paste, error) {
-	rec, err := r.s.read(int64(r.off), r.n)
-	if err == nil {
-		err = checkRecord(rec)
-	}
+	rec, err := r.readInto(nil)
 	if err != nil {
-		return nil, fmt.Errorf("paste at %d of segment %s: %w", r.off, segmentName(r.s.id), err)
+		return nil, err
 	}
 	p := new(Paste)
 	readRecord(rec, p)
 	return p, nil
+}
+
+// readInto reads r's record into buf, grown as need be, and checks it.
+func (r ref) readInto(buf []byte) ([]byte, error) {
+	rec, err := r.s.readInto(buf, int64(r.off), r.n)
+	if err == nil {
+		err = checkRecord(rec)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("paste at %d of segment %s: %w", r.off, segmentName(r.s.id), err)
+	}
+	return rec, nil
 }
 
 // arena writes records to segments and counts their garbage. Only the

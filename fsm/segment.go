@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -237,10 +238,13 @@ func closeWhenUnreachable(s *segment) {
 	runtime.AddCleanup(s, func(f segmentFile) { f.Close() }, s.file)
 }
 
-// read returns the n bytes at off, in a buffer of their own. Bytes not
+// read returns the n bytes at off, in a buffer of their own.
+func (s *segment) read(off int64, n uint32) ([]byte, error) { return s.readInto(nil, off, n) }
+
+// readInto reads the n bytes at off into buf, grown as need be. Bytes not
 // flushed yet are the writer's to read, from pending.
-func (s *segment) read(off int64, n uint32) ([]byte, error) {
-	b := make([]byte, n)
+func (s *segment) readInto(buf []byte, off int64, n uint32) ([]byte, error) {
+	b := slices.Grow(buf[:0], int(n))[:n]
 	if flushed := s.flushed.Load(); off+int64(n) > flushed {
 		if off < flushed || int(off-flushed)+int(n) > len(s.pending) {
 			return nil, fmt.Errorf("read segment %s at %d: past its end", segmentName(s.id), off)

@@ -90,30 +90,40 @@ func openContent(it pasteItem) (*Paste, *Content, error) {
 	return &p, &Content{&io.LimitedReader{R: file, N: body}, file}, nil
 }
 
-// LargeContent is the record size from which GetLarge hands out a file
+// LargeContent is the record size from which GetRaw hands out a file
 // region: below it a pread into memory costs less than opening the file.
 const LargeContent = 64 << 10
 
-// GetLarge is Get, except that a paste whose record is LargeContent or
-// more, in a segment file, comes as OpenContent hands it out: its Content
-// nil, the content in c, which the caller closes.
-func (f *FSM) GetLarge(id string, now time.Time) (*Paste, *Content, bool) {
+// GetRaw is Get for a server that sends a paste and is done with it: a
+// paste whose record is LargeContent or more, in a segment file, comes as
+// OpenContent hands it out, its Content nil and the content in c, which
+// the caller closes; a smaller one is read into into, its fields pointing
+// into buf, grown as need be and returned, so that the caller can reuse
+// both once it has sent the content rather than leave them to the
+// collector on every read.
+func (f *FSM) GetRaw(id string, now time.Time, into *Paste, buf []byte) (rec []byte, c *Content, ok bool) {
 	it, ok := f.cur.Load().pastes.get(id)
 	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
-		return nil, nil, false
+		return buf, nil, false
 	}
 	if it.r.n >= LargeContent {
 		p, c, err := openContent(it)
 		if err == nil {
-			return p, c, true
+			*into = *p
+			return buf, c, true
 		}
 		if !errors.Is(err, ErrNoContentFile) {
 			f.log.Error("cannot open a paste", "id", id, "err", err)
-			return nil, nil, false
+			return buf, nil, false
 		}
 	}
-	p, ok := f.read(it)
-	return p, nil, ok
+	rec, err := it.r.readInto(buf)
+	if err != nil {
+		f.log.Error("cannot read a paste", "id", id, "err", err)
+		return rec, nil, false
+	}
+	readRecord(rec, into)
+	return rec, nil, true
 }
 
 // ErrNoContentFile means OpenContent cannot hand out a paste that Get can.

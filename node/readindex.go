@@ -46,57 +46,73 @@ func newReadIndexer() *readIndexer {
 // false fsm.ErrNotFound. With stale set, it answers from the local copy
 // whatever the lease and the leader.
 func (n *Node) Read(ctx context.Context, id string, stale bool) (*fsm.Paste, error) {
-	p, _, err := n.read(ctx, id, stale, false)
-	return p, err
-}
-
-// ReadLarge is Read, except that a large paste comes as a file region
-// (fsm.FSM.GetLarge): its Content nil, its content in c, which the caller
-// closes, so that a server can send it without copying it into memory.
-func (n *Node) ReadLarge(ctx context.Context, id string, stale bool) (*fsm.Paste, *fsm.Content, error) {
-	return n.read(ctx, id, stale, true)
-}
-
-// get reads paste id from the local copy, as ReadLarge with large set.
-func (n *Node) get(id string, now time.Time, large bool) (*fsm.Paste, *fsm.Content, bool) {
-	if large {
-		return n.fsm.GetLarge(id, now)
+	var r rawRead
+	if err := n.read(ctx, id, stale, &r); err != nil {
+		return nil, err
 	}
-	p, ok := n.fsm.Get(id, now)
-	return p, nil, ok
+	return r.p, nil
 }
 
-// read is Read and ReadLarge, which differ only in how they read the
-// paste from the local copy (get).
-func (n *Node) read(ctx context.Context, id string, stale, large bool) (*fsm.Paste, *fsm.Content, error) {
+// ReadRaw is Read for a server that sends the paste and is done with it
+// (fsm.FSM.GetRaw): a small paste is read into into, its fields pointing
+// into buf, grown as need be and returned for the caller to reuse; a
+// large one comes as a file region c, into's Content nil, which the
+// caller closes.
+func (n *Node) ReadRaw(ctx context.Context, id string, stale bool, into *fsm.Paste, buf []byte) ([]byte, *fsm.Content, error) {
+	r := rawRead{p: into, buf: buf}
+	err := n.read(ctx, id, stale, &r)
+	return r.buf, r.c, err
+}
+
+// rawRead is what read reads into: a Paste of Get's when p is nil, or
+// p, buf and c as fsm.FSM.GetRaw fills them.
+type rawRead struct {
+	p   *fsm.Paste
+	buf []byte
+	c   *fsm.Content
+}
+
+// get reads paste id from the local copy into r.
+func (n *Node) get(id string, now time.Time, r *rawRead) (ok bool) {
+	if r.p == nil {
+		r.p, ok = n.fsm.Get(id, now)
+		return ok
+	}
+	r.buf, r.c, ok = n.fsm.GetRaw(id, now, r.p, r.buf)
+	return ok
+}
+
+// read is Read and ReadRaw, which differ only in how they read the paste
+// from the local copy (get).
+func (n *Node) read(ctx context.Context, id string, stale bool, r *rawRead) error {
 	// One clock read serves the lease and the expiry: reading the clock is
 	// a measurable part of a hit.
 	now := time.Now()
 	if stale || n.leaseValidAt(now) {
-		if p, c, ok := n.get(id, now, large); ok {
-			return p, c, nil
+		if n.get(id, now, r) {
+			return nil
 		}
 		if stale {
-			return nil, nil, fsm.ErrNotFound
+			return fsm.ErrNotFound
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, readBudget)
 	defer cancel()
 	if err := n.linearize(ctx); err != nil {
-		return nil, nil, err
+		return err
 	}
-	if p, c, ok := n.get(id, time.Now(), large); ok {
-		return p, c, nil
+	if n.get(id, time.Now(), r) {
+		return nil
 	}
 	// A removal is in effect once no lease lets a node serve what it
 	// removed, not when this node applied it: until then, another node may
 	// still rightly serve the paste, and a 404 here would come before it.
 	if index, gone := n.fsm.Gone(id); gone {
 		if err := n.removalSafe(ctx, index); err != nil {
-			return nil, nil, fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: removal not confirmed: %v", ErrUnavailable, err)
 		}
 	}
-	return nil, nil, fsm.ErrNotFound
+	return fsm.ErrNotFound
 }
 
 // linearize waits until this node has applied every write acknowledged

@@ -228,7 +228,7 @@ func WriteRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste) {
 }
 
 // WriteRawFile answers a plain GET of the non-burn paste p, whose Content
-// is nil and whose content c holds (fsm.FSM.GetLarge), with the headers
+// is nil and whose content c holds (fsm.FSM.GetRaw), with the headers
 // SetRawHeaders would set. net/http copies a file region to a plain TCP
 // connection with sendfile: the bytes go from the page cache to the
 // socket without passing through the Go heap. Over TLS it copies them.
