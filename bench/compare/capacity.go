@@ -143,22 +143,7 @@ func (b *bench) capacity(ctx context.Context, c *container) (string, error) {
 		return "", ctx.Err()
 	}
 	ok := res.statuses[201]
-	var answers []string
-	for status, n := range res.statuses {
-		switch status {
-		case 201:
-		case 0:
-			answers = append(answers, fmt.Sprintf("%d without an answer", n))
-		default:
-			answers = append(answers, fmt.Sprintf("%d answered %d", n, status))
-		}
-	}
-	summary := fmt.Sprintf("%d of %d answered 201 in %.0f s (%.0f MB/s)", ok, bigPastes, took.Seconds(),
-		float64(ok)*bigPasteSize/1e6/took.Seconds())
-	if len(answers) > 0 {
-		summary += " (" + strings.Join(answers, ", ") + "; first: " + res.firstErr.Error() + ")"
-	}
-	summary += "; " + peak()
+	summary := fillSummary(res, took) + "; " + peak()
 	st, err := c.state(ctx)
 	if err == nil && !st.running && !st.oomKilled {
 		err = fmt.Errorf("the container stopped (exit code %s)", st.exitCode)
@@ -203,6 +188,27 @@ func (b *bench) capacity(ctx context.Context, c *container) (string, error) {
 		return "", errors.New(summary)
 	}
 	return summary, nil
+}
+
+// fillSummary says how the creates of a fill were answered.
+func fillSummary(res created, took time.Duration) string {
+	ok := res.statuses[201]
+	var answers []string
+	for status, n := range res.statuses {
+		switch status {
+		case 201:
+		case 0:
+			answers = append(answers, fmt.Sprintf("%d without an answer", n))
+		default:
+			answers = append(answers, fmt.Sprintf("%d answered %d", n, status))
+		}
+	}
+	summary := fmt.Sprintf("%d of %d answered 201 in %.0f s (%.0f MB/s)", ok, bigPastes, took.Seconds(),
+		float64(ok)*bigPasteSize/1e6/took.Seconds())
+	if len(answers) > 0 {
+		summary += " (" + strings.Join(answers, ", ") + "; first: " + res.firstErr.Error() + ")"
+	}
+	return summary
 }
 
 // state is what docker says of the container.

@@ -96,15 +96,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			b.only[g] = true
 		}
 	}
-	for _, tool := range []string{"wrk", "nginx", "etcd"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found: apt-get install -y wrk nginx-light etcd-server", tool)
-		}
-	}
-	for _, name := range []string{"pastenode", "pastectl", "bare"} {
-		if _, err := os.Stat(filepath.Join(b.bin, name)); err != nil {
-			return fmt.Errorf("%s: build it first (make bench does)", err)
-		}
+	if err := b.checkTools(); err != nil {
+		return err
 	}
 	var err error
 	if b.tmp, err = os.MkdirTemp("", "pastenode-bench-*"); err != nil {
@@ -133,6 +126,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return os.WriteFile(*out, []byte(table), 0o644)
+}
+
+// checkTools fails unless the peers and the binaries to compare are there.
+func (b *bench) checkTools() error {
+	for _, tool := range []string{"wrk", "nginx", "etcd"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: apt-get install -y wrk nginx-light etcd-server", tool)
+		}
+	}
+	for _, name := range []string{"pastenode", "pastectl", "bare"} {
+		if _, err := os.Stat(filepath.Join(b.bin, name)); err != nil {
+			return fmt.Errorf("%s: build it first (make bench does)", err)
+		}
+	}
+	return nil
 }
 
 // flagSet reports whether the command line set flag name.

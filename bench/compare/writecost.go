@@ -43,6 +43,42 @@ func (b *bench) writeCostRows(ctx context.Context) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	runs, err := b.runCreates(ctx, empty, big, script)
+	if err != nil {
+		return nil, err
+	}
+	res, cpu := runs.res, runs.cpu
+	rate := ratioRow(fmt.Sprintf("1 KiB creates on one node holding %d pastes of 1 MB vs on an empty one", bigPastes), res[big], res[empty], 0.8)
+	bad := sumBad(res[big]) + sumBad(res[empty])
+	// The CPU per create moves less with the machine's other load than
+	// the rate, which waits on the disk's flushes as well.
+	rate.ours += fmt.Sprintf(", %d non-201, %d µs CPU each", sumBad(res[big]), cpu[big].per().Microseconds())
+	rate.peer += fmt.Sprintf(", %d non-201, %d µs CPU each", sumBad(res[empty]), cpu[empty].per().Microseconds())
+	rate.target = ">= 0.80x, zero non-201"
+	if bad != 0 {
+		rate.met = "MISS"
+	}
+	perCreate := writeCostRow(runs.written, runs.onDisk, runs.creates, runs.disk.name)
+	restart, err := b.bigRestartRow(ctx, big)
+	if err != nil {
+		return nil, err
+	}
+	return []row{rate, perCreate, restart}, nil
+}
+
+// createRuns is what the write-cost rounds measured: each node's wrk
+// results and CPU per create, and of the big node the bytes its process
+// wrote (write_bytes), the device's writes (-1: unknown) and its 201s.
+type createRuns struct {
+	res                      map[*pnode][]wrkResult
+	cpu                      map[*pnode]*cpuPerOp
+	written, onDisk, creates int64
+	disk                     device
+}
+
+// runCreates runs b.rounds rounds of 1 KiB creates on the two nodes,
+// alternating which goes first.
+func (b *bench) runCreates(ctx context.Context, empty, big *pnode, script string) (createRuns, error) {
 	res := map[*pnode][]wrkResult{}
 	cpu := map[*pnode]*cpuPerOp{empty: {}, big: {}}
 	var written, onDisk, creates int64
@@ -52,25 +88,25 @@ func (b *bench) writeCostRows(ctx context.Context) ([]row, error) {
 			n := []*pnode{empty, big}[(i+round)%2]
 			before, err := bytesWritten(n.cmd.Process.Pid)
 			if err != nil {
-				return nil, err
+				return createRuns{}, err
 			}
 			deviceBefore, deviceErr := disk.written()
 			cpuBefore, err := cpuTime([]int{n.cmd.Process.Pid})
 			if err != nil {
-				return nil, err
+				return createRuns{}, err
 			}
 			r, err := runWrk(ctx, load{url: n.url + "/", conns: b.conns, duration: b.duration, script: script})
 			if err != nil {
-				return nil, err
+				return createRuns{}, err
 			}
 			cpuAfter, err := cpuTime([]int{n.cmd.Process.Pid})
 			if err != nil {
-				return nil, err
+				return createRuns{}, err
 			}
 			cpu[n].add(cpuAfter-cpuBefore, r.requests)
 			after, err := bytesWritten(n.cmd.Process.Pid)
 			if err != nil {
-				return nil, err
+				return createRuns{}, err
 			}
 			deviceAfter, err := disk.written()
 			if deviceErr != nil || err != nil {
@@ -86,22 +122,7 @@ func (b *bench) writeCostRows(ctx context.Context) ([]row, error) {
 			}
 		}
 	}
-	rate := ratioRow(fmt.Sprintf("1 KiB creates on one node holding %d pastes of 1 MB vs on an empty one", bigPastes), res[big], res[empty], 0.8)
-	bad := sumBad(res[big]) + sumBad(res[empty])
-	// The CPU per create moves less with the machine's other load than
-	// the rate, which waits on the disk's flushes as well.
-	rate.ours += fmt.Sprintf(", %d non-201, %d µs CPU each", sumBad(res[big]), cpu[big].per().Microseconds())
-	rate.peer += fmt.Sprintf(", %d non-201, %d µs CPU each", sumBad(res[empty]), cpu[empty].per().Microseconds())
-	rate.target = ">= 0.80x, zero non-201"
-	if bad != 0 {
-		rate.met = "MISS"
-	}
-	perCreate := writeCostRow(written, onDisk, creates, disk.name)
-	restart, err := b.bigRestartRow(ctx, big)
-	if err != nil {
-		return nil, err
-	}
-	return []row{rate, perCreate, restart}, nil
+	return createRuns{res, cpu, written, onDisk, creates, disk}, nil
 }
 
 // writeCostRow is the bytes written per create: what the block device
