@@ -14,6 +14,7 @@ import (
 
 	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/node"
+	"github.com/pastenode/pastenode/ui"
 )
 
 // TestFloodUnknownIDs: deletes and reveals of ids this node does not have,
@@ -264,7 +265,7 @@ func TestNosniffEverywhere(t *testing.T) {
 // another each answer within a second.
 func TestHighlightBomb(t *testing.T) {
 	t.Parallel()
-	tn := startNode(t, Config{})
+	tn := startNodeBudget(t, Config{}, ui.DefaultHighlightBudget)
 	bomb, _ := create(t, tn.URL, bytes.Repeat([]byte("a"), 32<<10), "lang=makefile")
 	start := time.Now()
 	do(t, http.MethodGet, tn.URL+"/"+bomb, nil, "Accept", "text/html").wantStatus(t, http.StatusOK)
