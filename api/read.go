@@ -164,7 +164,9 @@ func (s *Server) serveRaw(w http.ResponseWriter, r *http.Request, p *fsm.Paste, 
 	if !s.allowWrite(w, r) {
 		return
 	}
-	p, err := s.cfg.Store.Consume(r.Context(), p.ID)
+	// A copy of the id: p may be a pooled read's (rawRead), and a consume
+	// that times out can still be queued for Raft after this returns.
+	p, err := s.cfg.Store.Consume(r.Context(), strings.Clone(p.ID))
 	if err != nil {
 		s.error(w, r, err)
 		return
