@@ -17,10 +17,9 @@ import (
 
 // The Raft log lives in walDir of the data dir, in hashicorp/raft-wal's
 // segment files: one append and one fsync per batch, where bolt rewrote
-// the log's last leaf and synced twice (BENCHMARKS.md, "The log store").
-// raft.db stays, as the stable store (term and vote) and as where older
-// versions kept the log; openLog moves such a log into walDir, building it
-// in walStaging first.
+// the log's last leaf and synced twice. raft.db stays, as the stable
+// store (term and vote) and as where older versions kept the log; openLog
+// moves such a log into walDir, building it in walStaging first.
 const (
 	walDir     = "wal"
 	walStaging = "wal.migrating"

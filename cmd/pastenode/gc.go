@@ -23,8 +23,7 @@ import (
 // collection marks the whole index. A larger floor takes more creates and
 // more memory, and the memory row of make bench allows 128 bytes a paste
 // plus 64 MiB. Beyond 128 MiB live the eighth applies and the floor no
-// longer matters. The figures are in BENCHMARKS.md, gcHeadroom. GOGC=100
-// in the environment restores the default.
+// longer matters. GOGC=100 in the environment restores the default.
 const (
 	gcHeadroom      = 16 << 20
 	gcHeadroomShare = 8 // of the live heap: 1/8
