@@ -21,7 +21,7 @@ import (
 //
 // decodeCommand does not copy the bins it reads: a Command's Content,
 // TokenHash and Batch are slices of the entry. A log entry does not
-// change, and the FSM copies a paste into its slabs (arena.go), so that
+// change, and the FSM copies a paste into its segment (segment.go), so that
 // one copy of a paste's bytes per node is enough where msgpack made one
 // at each decode (three on the leader: admitting the command, the batch
 // entry, the command in it).

@@ -182,8 +182,8 @@ func (f *FSM) publish(s *state) {
 }
 
 // Get returns the paste id if it exists and has not expired at now. The
-// Paste is the caller's, but its strings and slices are the store's
-// record: callers must not modify the bytes.
+// Paste is the caller's, read from its record with one pread; its strings
+// and slices share one buffer, whose bytes callers must not modify.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
 	it, ok := f.cur.Load().pastes.get(id)
 	if !ok || it.expires != 0 && it.expires <= now.UnixNano() {
