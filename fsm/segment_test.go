@@ -369,3 +369,45 @@ func BenchmarkGetRaw(b *testing.B) {
 		}
 	}
 }
+
+// TestPurgeAfterLoad: a segment that holds a removed paste when a
+// snapshot is taken is purged after the snapshot is loaded, as before it:
+// the manifest does not say when its garbage was removed, and a start
+// must not leave it to compaction alone.
+func TestPurgeAfterLoad(t *testing.T) {
+	l, _ := openLog(t)
+	secret := "REMOVED-BEFORE-THE-SNAPSHOT-42"
+	l.apply(create("gone", "rg", func(p *Paste) { p.Content = []byte(secret) }))
+	for i := range 20 {
+		l.apply(create(fmt.Sprintf("kept%02d", i), ""))
+	}
+	l.apply(&Command{Type: TypeDelete, ID: "gone", TokenHash: HashToken("tok-gone"), Now: 2 * sec})
+	dir := persist(t, l.f)
+
+	store := filepath.Join(t.TempDir(), "store")
+	g, err := Open(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.LoadSnapshot(dir); err != nil {
+		t.Fatal(err)
+	}
+	if purged, _ := g.Purge(2*sec - 1); purged {
+		t.Fatal("a purge of what was removed before the snapshot's clock found work")
+	}
+	for {
+		if _, more := g.Purge(2 * sec); !more {
+			break
+		}
+	}
+	runtime.GC()
+	entries, _ := os.ReadDir(store)
+	for _, e := range entries {
+		if b, _ := os.ReadFile(filepath.Join(store, e.Name())); bytes.Contains(b, []byte(secret)) {
+			t.Fatalf("%s still holds the paste deleted before the snapshot", e.Name())
+		}
+	}
+	if _, ok := g.Get("kept07", time.Unix(0, 3*sec)); !ok {
+		t.Fatal("a paste kept is gone")
+	}
+}
