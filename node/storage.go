@@ -203,6 +203,13 @@ type guardedLogs struct {
 	g *storageGuard
 }
 
+// IsMonotonic passes on the log's own answer, which Raft asks for when it
+// installs a snapshot (logStore.IsMonotonic).
+func (l guardedLogs) IsMonotonic() bool {
+	m, ok := l.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
 func (l guardedLogs) StoreLog(log *raft.Log) error {
 	err := l.LogStore.StoreLog(log)
 	l.g.failed(err)
