@@ -37,6 +37,7 @@ type testCluster struct {
 	tb    testing.TB
 	key   []byte
 	hold  time.Duration
+	purge time.Duration
 	logs  *logBuffer
 	nodes []*testNode
 }
@@ -66,6 +67,8 @@ type testNode struct {
 type clusterOptions struct {
 	// WriteHold is node.Config.WriteHold.
 	WriteHold time.Duration
+	// PurgeAfter is node.Config.PurgeAfter.
+	PurgeAfter time.Duration
 }
 
 // newTestCluster prepares n nodes that bootstrap together with
@@ -73,7 +76,7 @@ type clusterOptions struct {
 // one random cluster key. It starts none of them.
 func newTestCluster(tb testing.TB, n int, opts clusterOptions) *testCluster {
 	tb.Helper()
-	tc := &testCluster{tb: tb, key: randomKey(tb), hold: opts.WriteHold, logs: &logBuffer{}}
+	tc := &testCluster{tb: tb, key: randomKey(tb), hold: opts.WriteHold, purge: opts.PurgeAfter, logs: &logBuffer{}}
 	for i := range n {
 		tc.nodes = append(tc.nodes, &testNode{
 			id:         fmt.Sprintf("n%d", i),
@@ -149,6 +152,7 @@ func (tc *testCluster) start(i int) {
 		Logger:          logger,
 		TimeScale:       timeScale,
 		WriteHold:       tc.hold,
+		PurgeAfter:      tc.purge,
 	})
 	if err != nil {
 		tc.tb.Fatalf("new node %s: %v", tn.id, err)

@@ -409,7 +409,7 @@ func (t *txn) create(c *Command) *Result {
 // stops the node: the others wrote it, and this node must not go on
 // without it. The storage guard keeps creates from filling the disk.
 func (t *txn) add(p *Paste) {
-	r, err := t.arena.put(p)
+	r, err := t.arena.put(p, t.index)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: store paste %s: %v", p.ID, err))
 	}
@@ -451,7 +451,7 @@ func (t *txn) compact() {
 			if err != nil {
 				return err
 			}
-			a.free(it.r, t.clock)
+			a.free(it.r, t.clock, 0)
 			it.r = moved
 			t.pastes.set(it)
 			return nil
@@ -536,7 +536,7 @@ func (t *txn) expire(now int64) {
 // remove drops p and leaves ts in its place.
 func (t *txn) remove(p *Paste, ts *Tombstone) {
 	if it, ok := t.pastes.delete(p.ID); ok {
-		t.arena.free(it.r, t.clock)
+		t.arena.free(it.r, t.clock, it.r.createdBy())
 	}
 	t.removal = t.index
 	if p.ExpiresAt != 0 {

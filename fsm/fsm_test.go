@@ -463,13 +463,14 @@ func TestSnapshotNeverHoldsConsumedContent(t *testing.T) {
 	if r := l.apply(&Command{Type: TypeConsume, RequestID: "c1", ID: "a", Now: 2 * sec}); string(r.Paste.Content) != secret {
 		t.Fatalf("consume = %+v", r)
 	}
-	if purged, _ := l.f.Purge(2*sec - 1); purged {
+	if p := l.f.Purge(2*sec - 1); p.Found {
 		t.Fatal("a purge of what was removed before the consume found work")
 	}
-	for {
-		if _, more := l.f.Purge(2 * sec); !more {
-			break
-		}
+	// The burn paste's create was the first entry: the log must drop it.
+	if p := l.f.Purge(2 * sec); !p.Found || p.Created != 1 {
+		t.Fatalf("purge = %+v; want it found, created by entry 1", p)
+	}
+	for l.f.Purge(2 * sec).More {
 	}
 	raw := snapshotBytes(t, l.f)
 	if bytes.Contains(raw, []byte(secret)) {

@@ -47,13 +47,12 @@ func (f *FSM) Compact() (more bool) {
 // Purge queues for compaction every segment that holds a record removed
 // at or before the time before (Unix nanoseconds, as Command.Now),
 // however little of it is garbage, sealing the active segment if need be;
-// then it takes a step of compaction, as Compact does. It reports whether
-// it found such a segment, and whether compaction still waits. Once it
-// reports neither and a snapshot was taken after it, the content of the
-// pastes removed by then is in no file of the FSM's directory or its
-// snapshots'. Compaction alone leaves a segment until half of it is
-// garbage.
-func (f *FSM) Purge(before int64) (purged, more bool) {
+// then it takes a step of compaction, as Compact does. Once it reports
+// neither Found nor More and a snapshot was taken after it, the content
+// of the pastes removed by then is in no file of the FSM's directory or
+// its snapshots'; the Raft log is the node's to cut (Purged.Created).
+// Compaction alone leaves a segment until half of it is garbage.
+func (f *FSM) Purge(before int64) (p Purged) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.cur.Load()
@@ -62,7 +61,8 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 		if s.freed == 0 || s.freed > before {
 			continue
 		}
-		purged = true
+		p.Found = true
+		p.Created = max(p.Created, s.created)
 		if s == a.cur {
 			if err := a.seal(); err != nil {
 				panic(fmt.Sprintf("fsm: %v", err))
@@ -74,12 +74,23 @@ func (f *FSM) Purge(before int64) (purged, more bool) {
 		}
 	}
 	if a.waiting() == 0 {
-		return purged, false
+		return p
 	}
 	tx := newTxn(old)
 	tx.compact()
 	f.commit(tx)
-	return purged, a.waiting() > 0
+	p.More = a.waiting() > 0
+	return p
+}
+
+// Purged is what a call of Purge found.
+type Purged struct {
+	Found bool // a segment holding a record removed by then
+	More  bool // compaction waits still: call Purge again
+	// Created is the largest log index of an entry that created one of
+	// the removed pastes (or of the snapshot one was loaded from): the
+	// Raft log holds their content until it holds no entry up to it.
+	Created uint64
 }
 
 // dropSegments removes the files of the segments nothing indexes any more,

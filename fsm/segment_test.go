@@ -37,7 +37,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		CreatedAt: -5, ExpiresAt: 1 << 62, Burn: true, Encrypted: true,
 		TokenHash: HashToken("t"), RequestID: "req"}
 	for _, want := range []*Paste{full, {ID: "bare", Content: []byte{0xff}}} {
-		rec := appendRecord(nil, want)
+		rec := appendRecord(nil, want, 1)
 		if len(rec) != recordLen(want) {
 			t.Fatalf("record of %d bytes, recordLen %d", len(rec), recordLen(want))
 		}
@@ -392,13 +392,15 @@ func TestPurgeAfterLoad(t *testing.T) {
 	if err := g.LoadSnapshot(dir); err != nil {
 		t.Fatal(err)
 	}
-	if purged, _ := g.Purge(2*sec - 1); purged {
+	if p := g.Purge(2*sec - 1); p.Found {
 		t.Fatal("a purge of what was removed before the snapshot's clock found work")
 	}
-	for {
-		if _, more := g.Purge(2 * sec); !more {
-			break
-		}
+	// Which entry created the paste is not in the manifest: the snapshot's
+	// index stands in for it.
+	if p := g.Purge(2 * sec); !p.Found || p.Created != l.index {
+		t.Fatalf("purge = %+v; want it found, created by entry %d or before", p, l.index)
+	}
+	for g.Purge(2 * sec).More {
 	}
 	runtime.GC()
 	entries, _ := os.ReadDir(store)

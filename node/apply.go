@@ -490,47 +490,66 @@ func (n *Node) snapshotLoop() {
 // DefaultPurgeAfter is Config.PurgeAfter's default.
 const DefaultPurgeAfter = 10 * time.Minute
 
+// purging is purge's state between the ticks of snapshotLoop.
+type purging struct {
+	last          time.Time // when purge last looked for removed content
+	snapshot      bool      // it found some, and no snapshot came after
+	snapshotIndex uint64    // of the last snapshot purge took
+	cut           uint64    // the log entries up to it are to be cut
+}
+
 // purge rewrites the segments that hold a paste removed more than a
 // quarter of PurgeAfter ago (fsm.Purge), every quarter of PurgeAfter, then
 // snapshots, so that the snapshot that linked the old segments, and with
-// them the last copy of the content, is replaced: content removed at T is
-// gone from the store's files by T + PurgeAfter/2 and a snapshot. Not
-// more often, since a snapshot writes the whole index. A snapshot needs
-// an entry applied since the last one: when there is none, the leader
-// appends a barrier, which every node applies, and a follower waits for
-// it (purgePending).
+// them the content, is replaced, and cuts the log entries that created
+// those pastes out of the log's files (logStore.cut): content removed at
+// T is gone from the data dir by T + PurgeAfter/2 and a snapshot. Not
+// more often, since a snapshot writes the whole index, and a follower
+// that lags behind a cut is sent a snapshot. A snapshot needs an entry
+// applied since the last one: when there is none, the leader appends a
+// barrier, which every node applies, and a follower waits for it.
 func (n *Node) purge() {
+	p := &n.purging
 	if n.cfg.PurgeAfter < 0 {
 		return
 	}
-	if now := time.Now(); !n.purgePending {
-		if now.Sub(n.lastPurge) < n.cfg.PurgeAfter/4 {
-			return
-		}
-		n.lastPurge = now
+	if now := time.Now(); !p.snapshot && now.Sub(p.last) >= n.cfg.PurgeAfter/4 {
+		p.last = now
 		before := now.Add(-n.cfg.PurgeAfter / 4).UnixNano()
-		for {
-			purged, more := n.fsm.Purge(before)
-			n.purgePending = n.purgePending || purged
-			if !more {
-				break
+		for more := true; more; {
+			r := n.fsm.Purge(before)
+			p.snapshot = p.snapshot || r.Found
+			p.cut = max(p.cut, r.Created)
+			more = r.More
+		}
+	}
+	if p.snapshot {
+		index, err := n.Snapshot()
+		if errors.Is(err, ErrNothingNew) && n.raft.State() == raft.Leader {
+			if err = n.raft.Barrier(n.cfg.WriteHold).Error(); err == nil {
+				index, err = n.Snapshot()
 			}
 		}
-		if !n.purgePending {
+		switch {
+		case err == nil:
+			p.snapshot, p.snapshotIndex = false, index
+		case !errors.Is(err, ErrNothingNew):
+			n.log.Warn("snapshot after a purge failed", "err", err)
+			return
+		default:
 			return
 		}
 	}
-	_, err := n.Snapshot()
-	if errors.Is(err, ErrNothingNew) && n.raft.State() == raft.Leader {
-		if err = n.raft.Barrier(n.cfg.WriteHold).Error(); err == nil {
-			_, err = n.Snapshot()
-		}
+	if p.cut == 0 {
+		return
 	}
-	switch {
+	// The removals came after the creates and before the snapshot: it
+	// holds every entry cut.
+	switch err := n.wal.cut(min(p.cut, p.snapshotIndex)); {
 	case err == nil:
-		n.purgePending = false
-	case !errors.Is(err, ErrNothingNew):
-		n.log.Warn("snapshot after a purge failed", "err", err)
+		p.cut = 0
+	case !errors.Is(err, errLogChanged):
+		n.log.Warn("cutting removed pastes out of the raft log failed", "err", err)
 	}
 }
 

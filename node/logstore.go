@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -40,11 +42,12 @@ func (n *Node) openStores(hlog hclog.Logger) (raft.LogStore, snapshotFiles, erro
 	if n.bolt, err = openStable(n.cfg.DataDir, n.log); err != nil {
 		return nil, snapshotFiles{}, err
 	}
-	var moved bool
-	n.wal, moved, err = openLog(n.cfg.DataDir, n.bolt, walSegmentSize(n.cfg.StorageReserve), hlog, n.log)
+	segSize := walSegmentSize(n.cfg.StorageReserve)
+	w, moved, err := openLog(n.cfg.DataDir, n.bolt, segSize, hlog, n.log)
 	if err != nil {
 		return nil, snapshotFiles{}, err
 	}
+	n.wal = &logStore{w: w, dataDir: n.cfg.DataDir, segSize: segSize, hlog: hlog}
 	if moved {
 		// Open raft.db again, to give back the space of the log moved
 		// out of it (openStable).
@@ -79,6 +82,65 @@ func openWAL(dir string, segmentSize int, hlog hclog.Logger) (*wal.WAL, error) {
 	return wal.Open(dir, wal.WithSegmentSize(segmentSize), wal.WithLogger(hlog.Named("wal")))
 }
 
+// logStore is the Raft log: raft-wal's, behind a lock under which cut
+// swaps in a copy of it.
+type logStore struct {
+	mu      sync.RWMutex
+	w       *wal.WAL
+	dataDir string
+	segSize int
+	hlog    hclog.Logger
+	// deletes counts DeleteRange calls: a copy cut started before one
+	// may hold entries the log no longer has.
+	deletes atomic.Uint64
+}
+
+func (l *logStore) FirstIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.FirstIndex()
+}
+
+func (l *logStore) LastIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.LastIndex()
+}
+
+func (l *logStore) GetLog(index uint64, log *raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.GetLog(index, log)
+}
+
+func (l *logStore) StoreLog(log *raft.Log) error {
+	return l.StoreLogs([]*raft.Log{log})
+}
+
+func (l *logStore) StoreLogs(logs []*raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.StoreLogs(logs)
+}
+
+func (l *logStore) DeleteRange(min, max uint64) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	l.deletes.Add(1)
+	return l.w.DeleteRange(min, max)
+}
+
+// IsMonotonic tells Raft that the log takes no gap between entries (raft-wal
+// refuses one), so that installing a snapshot empties it rather than
+// leaving entries the next append could not follow.
+func (l *logStore) IsMonotonic() bool { return true }
+
+func (l *logStore) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Close()
+}
+
 // walSegmentSize is the size of the log's segment files for a storage
 // reserve. raft-wal allocates a segment's whole size when it starts one,
 // and when that fails for want of space it refuses every append after,
@@ -106,6 +168,9 @@ func walSegmentSize(reserve int64) int {
 // not in the log, and the start is refused.
 func openLog(dataDir string, bolt *raftboltdb.BoltStore, segmentSize int, hlog hclog.Logger, log *slog.Logger) (w *wal.WAL, moved bool, err error) {
 	dir := filepath.Join(dataDir, walDir)
+	if err := recoverCut(dataDir); err != nil {
+		return nil, false, fmt.Errorf("finish cutting the raft log: %w", err)
+	}
 	first, last, err := logRange(bolt)
 	if err != nil {
 		return nil, false, fmt.Errorf("read the log in raft.db: %w", err)

@@ -28,7 +28,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
 
 	"github.com/pastenode/pastenode/fsm"
 )
@@ -235,7 +234,7 @@ type Node struct {
 	hooks  *testHooks // nil outside tests
 	raft   *raft.Raft
 	bolt   *raftboltdb.BoltStore // the stable store: term and vote
-	wal    *wal.WAL              // the log
+	wal    *logStore             // the log
 	trans  *raft.NetworkTransport
 	mux    *muxListener
 	rpc    *http.Server
@@ -253,10 +252,7 @@ type Node struct {
 	barrierTerm atomic.Uint64 // the term whose Barrier this leader passed
 	unannounced atomic.Int64  // writes to announce not committed yet (announceCommit)
 	lastSnapAt  atomic.Int64  // FSM.AppliedBytes at the last snapshot
-	// Of purge, which snapshotLoop alone runs: when it last looked, and
-	// whether it purged since the last snapshot.
-	lastPurge    time.Time
-	purgePending bool
+	purging     purging       // snapshotLoop's alone
 	// timeouts holds Raft's configured timeouts while campaignAlone has
 	// them lowered.
 	timeouts      atomic.Pointer[raft.ReloadableConfig]

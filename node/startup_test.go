@@ -169,20 +169,19 @@ func TestRemovedContentIsPurged(t *testing.T) {
 	if _, err := n.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
+	// Every file: the segments, the snapshots, the Raft log.
 	holding := func() []string {
 		var paths []string
-		for _, dir := range []string{"store", "snapshots"} {
-			filepath.Walk(filepath.Join(n.cfg.DataDir, dir), func(path string, fi os.FileInfo, err error) error {
-				if err != nil || fi.IsDir() {
-					return nil
-				}
-				raw, _ := os.ReadFile(path)
-				if bytes.Contains(raw, []byte(burnt)) || bytes.Contains(raw, []byte(deleted)) {
-					paths = append(paths, path)
-				}
+		filepath.Walk(n.cfg.DataDir, func(path string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
 				return nil
-			})
-		}
+			}
+			raw, _ := os.ReadFile(path)
+			if bytes.Contains(raw, []byte(burnt)) || bytes.Contains(raw, []byte(deleted)) {
+				paths = append(paths, path)
+			}
+			return nil
+		})
 		return paths
 	}
 	if len(holding()) == 0 {
