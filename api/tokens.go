@@ -182,6 +182,3 @@ func (s *Server) authorizeCreate(w http.ResponseWriter, r *http.Request, formTok
 	}
 	return name, nil
 }
-
-// TokensRequired reports whether creates on this server need a token.
-func (s *Server) TokensRequired() bool { return s.tokens != nil }
