@@ -9,7 +9,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/klauspost/compress/gzip"
 )
@@ -80,7 +79,7 @@ func (a *ArchiveWriter) Reserve(files int) {
 
 // AddFile stores body under path with the given status and headers. The
 // body is stored as given: if it is compressed, headers must say so with
-// Content-Encoding (see Compress). Headers are written in the given order
+// Content-Encoding (see Compressor). Headers are written in the given order
 // after the status; their names must be in kawipiko's built-in list
 // (matched case-insensitively) and Content-Length is refused, because the
 // server computes it.
@@ -337,25 +336,12 @@ func checkPath(path string) error {
 	return nil
 }
 
-// Compress gzips body and returns the gzip bytes with encoding "gzip" if
-// that saves enough, otherwise body itself with encoding "identity". The
-// thresholds are kawipiko-archiver's: the saving, as a percentage of the
-// original size, must be at least 90%, or at least 40% for bodies over
-// 1 KiB, 35% over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB,
-// 15% over 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
-func Compress(body []byte) (out []byte, encoding string) {
-	c := compressors.Get().(*Compressor)
-	defer compressors.Put(c)
-	var buf []byte
-	return c.Compress(&buf, body)
-}
-
-// Compressor compresses as Compress does with a gzip writer of its own. A
-// caller that compresses many bodies on one goroutine, such as an export's
-// worker, keeps one rather than take Compress's from a sync.Pool: the pool
-// is emptied by the garbage collections that a busy node runs often, and a
-// new writer allocates about 1 MiB of compressor state, far more than the
-// small bodies it compresses. A Compressor is not safe for concurrent use.
+// Compressor gzips bodies with a gzip writer of its own. A caller that
+// compresses many bodies on one goroutine, such as an export's worker,
+// keeps one rather than take one from a sync.Pool: the pool is emptied by
+// the garbage collections that a busy node runs often, and a new writer
+// allocates about 1 MiB of compressor state, far more than the small
+// bodies it compresses. A Compressor is not safe for concurrent use.
 type Compressor struct{ zw *gzip.Writer }
 
 // NewCompressor returns a Compressor.
@@ -376,9 +362,16 @@ func NewCompressor() *Compressor {
 	return &Compressor{zw: zw}
 }
 
-// Compress is the function Compress with this Compressor's writer, and the
-// gzip bytes appended to *buf, so that a caller can keep the bodies of
-// many files in one buffer it reuses: out is then the end of *buf. *buf
+// Compress returns the gzip of body with encoding "gzip" if that saves
+// enough, otherwise body itself with encoding "identity". The thresholds
+// are kawipiko-archiver's: the saving, as a percentage of the original
+// size, must be at least 90%, or at least 40% for bodies over 1 KiB, 35%
+// over 2 KiB, 30% over 4 KiB, 25% over 8 KiB, 20% over 16 KiB, 15% over
+// 32 KiB, 10% over 64 KiB and 5% over 1 MiB.
+//
+// The gzip bytes are appended to *buf, so that a caller can keep the
+// bodies of many files in one buffer it reuses: out is then the end of
+// *buf. *buf
 // grows at most once, to hold the largest gzip that pays; the compressor
 // stops at a write beyond it, since what it makes would not be kept.
 func (c *Compressor) Compress(buf *[]byte, body []byte) (out []byte, encoding string) {
@@ -413,9 +406,6 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 	c.b = append(c.b, p...)
 	return len(p), nil
 }
-
-// compressors keeps the Compressors of Compress.
-var compressors = sync.Pool{New: func() any { return NewCompressor() }}
 
 // gzipFloor is a size that the gzip of body cannot be under, found in one
 // cheap pass: a small document such as a paste's metadata has too many

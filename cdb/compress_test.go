@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
@@ -139,5 +140,16 @@ func gunzipIf(t *testing.T, encoding string, body []byte) []byte {
 	}
 	return b
 }
+
+// Compress is Compressor.Compress with a pooled Compressor and a buffer of
+// its own.
+func Compress(body []byte) (out []byte, encoding string) {
+	c := compressors.Get().(*Compressor)
+	defer compressors.Put(c)
+	var buf []byte
+	return c.Compress(&buf, body)
+}
+
+var compressors = sync.Pool{New: func() any { return NewCompressor() }}
 
 // testFile is one resource added to the archive in TestArchiveRoundTrip.
