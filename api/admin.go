@@ -145,7 +145,7 @@ var exportProgressEvery = time.Second
 // writeExport and writeExportTail build the archive; vars so that tests
 // can make them slow or fail.
 var (
-	writeExport     = mirror.WriteExportWith
+	writeExport     = mirror.WriteExport
 	writeExportTail = mirror.WriteExportTail
 )
 

@@ -92,7 +92,7 @@ func BenchmarkExport100k(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				st, err := WriteExport(context.Background(), out, f.View(), pages, time.Now())
+				st, err := WriteExport(context.Background(), out, f.View(), pages, time.Now(), ExportOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

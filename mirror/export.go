@@ -63,12 +63,7 @@ type ExportOptions struct {
 // rendered and compressed on every CPU but written in id order, so the
 // same view and time give the same file, with or without a cache. On
 // error the content of w is incomplete and should be discarded.
-func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time) (ExportStats, error) {
-	return WriteExportWith(ctx, w, view, pages, now, ExportOptions{})
-}
-
-// WriteExportWith is WriteExport with options.
-func WriteExportWith(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
+func WriteExport(ctx context.Context, w io.WriteSeeker, view fsm.View, pages *ui.UI, now time.Time, opts ExportOptions) (ExportStats, error) {
 	aw, err := cdb.NewArchive(w)
 	if err != nil {
 		return ExportStats{Index: view.Index()}, fmt.Errorf("export: %w", err)
@@ -76,7 +71,7 @@ func WriteExportWith(ctx context.Context, w io.WriteSeeker, view fsm.View, pages
 	return writeArchive(ctx, aw, view, pages, now, opts)
 }
 
-// WriteExportTail is WriteExportWith to a writer that cannot seek, such
+// WriteExportTail is WriteExport to a writer that cannot seek, such
 // as an HTTP answer, in tail order (cdb.NewTailWriter): the archive from
 // its byte cdb.TailSize on, then its first cdb.TailSize bytes. The
 // archive's bytes go out as they are made, 64 KiB at a time, rather than

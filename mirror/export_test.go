@@ -71,7 +71,7 @@ func writeExportFile(tb testing.TB, dir string, f *exportFSM, now time.Time) (st
 		tb.Fatal(err)
 	}
 	defer out.Close()
-	st, err := WriteExport(context.Background(), out, f.View(), pages, now)
+	st, err := WriteExport(context.Background(), out, f.View(), pages, now, ExportOptions{})
 	if err != nil {
 		tb.Fatalf("WriteExport: %v", err)
 	}
@@ -448,7 +448,7 @@ func TestExportCanceled(t *testing.T) {
 	defer out.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := WriteExport(ctx, out, f.View(), mirrorPages(t), time.Now()); !errors.Is(err, context.Canceled) {
+	if _, err := WriteExport(ctx, out, f.View(), mirrorPages(t), time.Now(), ExportOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("export with a canceled context: got %v, want context.Canceled", err)
 	}
 }

@@ -113,7 +113,7 @@ func writeArchive(t *testing.T, dir, suffix string, ids ...string) string {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	if _, err := mirror.WriteExport(context.Background(), out, f.View(), pages, now); err != nil {
+	if _, err := mirror.WriteExport(context.Background(), out, f.View(), pages, now, mirror.ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return out.Name()
