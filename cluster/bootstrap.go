@@ -126,7 +126,7 @@ func (c *Cluster) bootstrapView(expect int) (servers []raft.Server, proposals []
 		}
 		return nil, nil, false
 	}
-	slices.SortFunc(servers, func(a, b raft.Server) int { return cmpString(string(a.ID), string(b.ID)) })
+	slices.SortFunc(servers, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	return servers, proposals, false
 }
 

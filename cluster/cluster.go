@@ -434,7 +434,7 @@ func (c *Cluster) Members() []pastenode.Member {
 	for _, m := range byID {
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b pastenode.Member) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b pastenode.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -475,16 +475,6 @@ func protocolOf(m meta) int {
 		return 1
 	}
 	return m.Protocol
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // setMeta changes this node's advertised metadata and gossips it.
