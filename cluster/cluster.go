@@ -279,20 +279,13 @@ func (c *Cluster) memberlistConfig() (*memberlist.Config, error) {
 		// to hear of a join or leave before the next push/pull.
 		mc.RetransmitMult = 4
 	}
-	host, portStr, _ := net.SplitHostPort(c.cfg.GossipAddr)
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("gossip port %q: %w", portStr, err)
-	}
+	// Start has bound the transport (Bind), port 0 resolved to the one
+	// the kernel chose.
+	host, _, _ := net.SplitHostPort(c.cfg.GossipAddr)
+	port := c.transport.GetAutoBindPort()
 	mc.Name = c.node.ID()
-	mc.BindAddr = host
-	mc.BindPort = port
-	if c.transport != nil {
-		mc.Transport = c.transport
-		mc.BindPort = c.transport.GetAutoBindPort()
-		port = mc.BindPort
-	}
-	mc.AdvertisePort = port
+	mc.Transport = c.transport
+	mc.BindAddr, mc.BindPort, mc.AdvertisePort = host, port, port
 	adv := c.cfg.AdvertiseHost
 	if adv == "" {
 		adv = host
