@@ -370,7 +370,7 @@ func (c *Cluster) Join(ctx context.Context, seeds []string) error {
 		return fmt.Errorf("%w %v: %v", ErrJoin, seeds, flatten(err))
 	}
 	c.log.Info("joined gossip", "seeds", seeds, "contacted", n)
-	c.wakePeers()
+	nudge(c.peersWake)
 	return nil
 }
 
@@ -535,12 +535,8 @@ func (e *events) record(n *memberlist.Node, state string) {
 	e.mu.Lock()
 	e.members[n.Name] = &member{meta: m, gossipAddr: n.Address(), state: state, lastAck: time.Now()}
 	e.mu.Unlock()
-	for _, ch := range []chan struct{}{e.wake, e.peersWake} {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	nudge(e.wake)
+	nudge(e.peersWake)
 }
 
 // pings records answered probes, from which Members tells suspect members.

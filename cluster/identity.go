@@ -130,5 +130,5 @@ func (c *Cluster) readmit(s *autopilot.Server) {
 		return
 	}
 	c.log.Info("readmitted a removed node at an operator's join", "id", s.ID)
-	c.wakeUp()
+	nudge(c.wake)
 }

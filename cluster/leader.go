@@ -66,9 +66,10 @@ func (c *Cluster) joinLoop() {
 	}
 }
 
-func (c *Cluster) wakePeers() {
+// nudge wakes the loop that waits on ch, unless a nudge is pending.
+func nudge(ch chan struct{}) {
 	select {
-	case c.peersWake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -241,7 +242,7 @@ func (c *Cluster) Remove(ctx context.Context, id string) error {
 	if err := c.node.RemoveNode(ctx, id); err != nil {
 		return err
 	}
-	c.wakeUp()
+	nudge(c.wake)
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	for {
@@ -253,13 +254,6 @@ func (c *Cluster) Remove(ctx context.Context, id string) error {
 			return fmt.Errorf("node %s is marked removed but still in the raft configuration: %w", id, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-}
-
-func (c *Cluster) wakeUp() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
 	}
 }
 
