@@ -88,11 +88,11 @@ func (c *Cluster) savePeers() {
 	b, _ := json.Marshal(peers)
 	path := filepath.Join(c.cfg.DataDir, peersFile)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		c.log.Warn("save gossip peers", "err", err)
-		return
+	err := os.WriteFile(tmp, b, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err != nil {
 		c.log.Warn("save gossip peers", "err", err)
 		return
 	}
