@@ -32,8 +32,8 @@ func (c *Cluster) bootstrapLoop() {
 	if expect < 2 {
 		return
 	}
-	settle := time.Duration(float64(2*time.Second) * c.cfg.TimeScale)
-	tick := time.NewTicker(time.Duration(float64(200*time.Millisecond) * c.cfg.TimeScale))
+	settle := c.scaled(2 * time.Second)
+	tick := time.NewTicker(c.scaled(200 * time.Millisecond))
 	defer tick.Stop()
 	var agreedSince time.Time
 	var agreed string
@@ -63,7 +63,7 @@ func (c *Cluster) bootstrapLoop() {
 		}
 		hash := proposalHash(servers)
 		c.setMeta(func(m *meta) { m.Proposal = hash })
-		if !allEqual(proposals, hash) {
+		if slices.ContainsFunc(proposals, func(p string) bool { return p != hash }) {
 			agreedSince = time.Time{}
 			continue
 		}
@@ -136,15 +136,6 @@ func proposalHash(servers []raft.Server) string {
 		h.Write([]byte(string(s.ID) + "\x00" + string(s.Address) + "\x00"))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
-}
-
-func allEqual(xs []string, want string) bool {
-	for _, x := range xs {
-		if x != want {
-			return false
-		}
-	}
-	return true
 }
 
 func serverIDs(servers []raft.Server) string {
