@@ -42,11 +42,14 @@ func (c *Client) Put(ctx context.Context, content io.Reader, opts PutOptions) (*
 	if c.createTok != "" {
 		header = http.Header{"X-Paste-Token": {c.createTok}}
 	}
+	return c.create(ctx, call{method: http.MethodPost, path: "/", query: q, body: body, header: header})
+}
+
+// create makes cl, a create or an import, and returns the paste it made.
+func (c *Client) create(ctx context.Context, cl call) (*pastenode.Created, error) {
+	cl.contentType, cl.accept = "application/octet-stream", "application/json"
 	var created pastenode.Created
-	err = c.do(ctx, call{
-		method: http.MethodPost, path: "/", query: q, body: body, header: header,
-		contentType: "application/octet-stream", accept: "application/json",
-	}, func(resp *http.Response) error {
+	err := c.do(ctx, cl, func(resp *http.Response) error {
 		return decodeCreated(resp, &created)
 	})
 	if err != nil {

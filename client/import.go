@@ -34,15 +34,5 @@ func (c *Client) Import(ctx context.Context, id string, content []byte, opts Imp
 	if content == nil {
 		content = []byte{} // a body, even empty, for the server to refuse
 	}
-	var created pastenode.Created
-	err := c.do(ctx, call{
-		method: http.MethodPut, path: "/api/v1/pastes/" + url.PathEscape(id), query: q, body: content,
-		contentType: "application/octet-stream", accept: "application/json",
-	}, func(resp *http.Response) error {
-		return decodeCreated(resp, &created)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &created, nil
+	return c.create(ctx, call{method: http.MethodPut, path: "/api/v1/pastes/" + url.PathEscape(id), query: q, body: content})
 }
