@@ -80,7 +80,7 @@ func labels(title, lang string, burn, encrypted bool) url.Values {
 // decodeCreated fills c from a create's answer: the JSON body when there is
 // one, else the headers that every create answer carries.
 func decodeCreated(resp *http.Response, c *pastenode.Created) error {
-	if isJSON(resp.Header) {
+	if mediaType(resp.Header) == "application/json" {
 		if err := json.NewDecoder(resp.Body).Decode(c); err != nil {
 			return fmt.Errorf("decode create answer: %w", err)
 		}
@@ -105,13 +105,16 @@ func (c *Client) Get(ctx context.Context, idOrURL string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var content []byte
-	err = c.do(ctx, call{method: http.MethodGet, path: "/raw/" + url.PathEscape(id)},
-		func(resp *http.Response) error {
-			content, err = io.ReadAll(resp.Body)
-			return err
-		})
-	return content, err
+	return c.getBytes(ctx, call{method: http.MethodGet, path: "/raw/" + url.PathEscape(id)})
+}
+
+// getBytes makes cl and returns the body of its answer.
+func (c *Client) getBytes(ctx context.Context, cl call) (body []byte, err error) {
+	err = c.do(ctx, cl, func(resp *http.Response) error {
+		body, err = io.ReadAll(resp.Body)
+		return err
+	})
+	return body, err
 }
 
 // Terminal formats of GetTerminal.
@@ -134,13 +137,7 @@ func (c *Client) GetTerminal(ctx context.Context, idOrURL, format, lang string) 
 	if lang != "" {
 		q.Set("lang", lang)
 	}
-	var content []byte
-	err = c.do(ctx, call{method: http.MethodGet, path: "/" + url.PathEscape(id), query: q, accept: "text/x-ansi"},
-		func(resp *http.Response) error {
-			content, err = io.ReadAll(resp.Body)
-			return err
-		})
-	return content, err
+	return c.getBytes(ctx, call{method: http.MethodGet, path: "/" + url.PathEscape(id), query: q, accept: "text/x-ansi"})
 }
 
 // Meta returns a paste's metadata without its content; it does not burn.
@@ -272,7 +269,7 @@ func (c *Client) Export(ctx context.Context, w io.Writer, progress func(done, to
 			total := resp.ContentLength
 			var tail *tailWriter
 			dst := w
-			if outOfOrder && isTail(resp.Header) {
+			if outOfOrder && mediaType(resp.Header) == pastenode.ExportTailType {
 				tail = &tailWriter{w: w}
 				if err := tail.start(); err != nil {
 					return err
@@ -326,11 +323,6 @@ func fileStart(w io.Writer) (io.WriterAt, int64, bool) {
 		return nil, 0, false
 	}
 	return ws, start, true
-}
-
-func isTail(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == pastenode.ExportTailType
 }
 
 // tailWriter writes an export in tail order to w as the file it stands
@@ -419,9 +411,10 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 		})
 }
 
-func isJSON(h http.Header) bool {
+// mediaType is the media type of h's Content-Type, without parameters.
+func mediaType(h http.Header) string {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == "application/json"
+	return mt
 }
 
 // pasteID extracts the id from an id or a paste URL.

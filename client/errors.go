@@ -80,7 +80,7 @@ func errorFrom(resp *http.Response) *Error {
 	e := &Error{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	b = bytes.TrimSpace(b)
-	if isJSON(resp.Header) || bytes.HasPrefix(b, []byte("{")) {
+	if mediaType(resp.Header) == "application/json" || bytes.HasPrefix(b, []byte("{")) {
 		var eb pastenode.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error != "" {
 			e.Message = eb.Error
