@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/subtle"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -302,9 +301,6 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	// again.
 	p, err := s.cfg.Store.Read(r.Context(), id, false)
 	if err != nil {
-		if errors.Is(err, fsm.ErrNotFound) {
-			err = errorf(http.StatusNotFound, "paste not found")
-		}
 		s.error(w, r, err)
 		return
 	}
@@ -313,9 +309,6 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err = s.cfg.Store.Delete(r.Context(), id, token, admin); err != nil {
-		if errors.Is(err, fsm.ErrNotFound) {
-			err = errorf(http.StatusNotFound, "paste not found")
-		}
 		s.error(w, r, err)
 		return
 	}
