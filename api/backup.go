@@ -32,7 +32,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Disposition", `attachment; filename="pastenode.backup"`)
 	h.Set("Cache-Control", "no-store")
-	cw := &countWriter{w: w}
+	cw := &countingWriter{w: w}
 	bw := pastenode.NewBackupWriter(cw)
 	index, err := bs.Backup(r.Context(), bw)
 	if err == nil {
@@ -47,16 +47,4 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	s.log.Info("backup", "index", index, "bytes", cw.n, "took", time.Since(start))
-}
-
-// countWriter counts the bytes written through it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
