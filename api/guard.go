@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,19 +101,7 @@ func peerAddr(r *http.Request) (netip.Addr, bool) {
 // Trusted reports whether a is one of --trusted-proxies (the connection
 // cap exempts them too).
 func (s *Server) Trusted(a netip.Addr) bool {
-	for _, p := range s.cfg.TrustedProxies {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// fromProxy reports whether r came from a trusted proxy, whose
-// X-Forwarded-* headers are believed.
-func (s *Server) fromProxy(r *http.Request) bool {
-	peer, ok := peerAddr(r)
-	return ok && s.Trusted(peer)
+	return slices.ContainsFunc(s.cfg.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // clientIP is the address the rate limit counts by: the TCP peer, or behind
@@ -149,9 +138,10 @@ func (s *Server) clientIP(r *http.Request) string {
 }
 
 // forwarded returns the last value of a proxy header, as the nearest proxy
-// set it, when r came from a trusted proxy.
+// set it, when r came from a trusted proxy: from anyone else it is not
+// believed.
 func (s *Server) forwarded(r *http.Request, name string) string {
-	if !s.fromProxy(r) {
+	if peer, ok := peerAddr(r); !ok || !s.Trusted(peer) {
 		return ""
 	}
 	vs := r.Header.Values(name)
