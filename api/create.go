@@ -112,7 +112,6 @@ func parseLabels(field fieldFunc) (options, error) {
 // pastebin's ttl, within --max-expire; --default-expire when it gives
 // none. 0 is never.
 func (s *Server) parseExpiry(field fieldFunc) (time.Duration, error) {
-	var d time.Duration
 	expire, hasExpire := field("expire")
 	if ttl, ok := field("ttl"); ok && !hasExpire {
 		secs, err := strconv.ParseInt(ttl, 10, 64)
@@ -124,14 +123,12 @@ func (s *Server) parseExpiry(field fieldFunc) (time.Duration, error) {
 			expire = "never"
 		}
 	}
+	d := s.cfg.DefaultExpire
 	if hasExpire {
 		var err error
 		if d, err = parseExpire(expire); err != nil {
 			return 0, err
 		}
-	}
-	if !hasExpire {
-		d = s.cfg.DefaultExpire
 	}
 	if max := s.cfg.MaxExpire; max > 0 {
 		switch {
@@ -257,7 +254,7 @@ func (s *Server) createFromRequest(w http.ResponseWriter, r *http.Request) (*pas
 	}
 	content, form, err := s.readCreateBody(w, r)
 	if err == nil && isForm(r) {
-		tokenName, err = s.authorizeCreate(w, r, first(form, "token"))
+		tokenName, err = s.authorizeCreate(w, r, form.Get("token"))
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -402,16 +399,9 @@ func parseCreateForm(body []byte) (url.Values, bool) {
 // body field when there is no content.
 func formContent(form url.Values) string {
 	if _, ok := form["content"]; ok {
-		return first(form, "content")
+		return form.Get("content")
 	}
-	return first(form, "body")
-}
-
-func first(v url.Values, key string) string {
-	if s := v[key]; len(s) > 0 {
-		return s[0]
-	}
-	return ""
+	return form.Get("body")
 }
 
 // handleCreateJSON is POST /api/v1/pastes.
