@@ -47,7 +47,7 @@ func RawID(path string) (id string, ok bool) {
 // creation time make a strong ETag without hashing the content. The
 // values come from p's own fields, not from the header strings fsm keeps
 // in its records for now, so that the state machine need not know HTTP;
-// only whether the content is text is fsm's (text).
+// only whether the content is text is fsm's (fsm.Paste.Text).
 func RawHeaders(p *fsm.Paste, length bool, set func(name string, value []string)) {
 	rawHeaders(p, len(p.Content), length, set)
 }
@@ -56,7 +56,9 @@ func RawHeaders(p *fsm.Paste, length bool, set func(name string, value []string)
 // p.Content need not hold.
 func rawHeaders(p *fsm.Paste, size int, length bool, set func(name string, value []string)) {
 	v := rawValuesOf(p, size)
-	if text(p) {
+	// fsm worked out once, when the paste entered the store, whether it
+	// is UTF-8 text: utf8.Valid per read would cost a pass over it.
+	if p.Text {
 		set("Content-Type", hvText)
 	} else {
 		set("Content-Type", hvBinary)
@@ -83,11 +85,6 @@ func rawHeaders(p *fsm.Paste, size int, length bool, set func(name string, value
 func SetRawHeaders(h http.Header, p *fsm.Paste, length bool) {
 	RawHeaders(p, length, func(name string, value []string) { h[name] = value })
 }
-
-// text reports whether p's content is UTF-8 text, which fsm worked out
-// once when the paste entered the store: utf8.Valid per read would cost a
-// pass over the content.
-func text(p *fsm.Paste) bool { return p.Text }
 
 // rawValues are the values of a raw read's headers that come from one
 // paste's fields, formatted once for all its reads while they stay in
