@@ -266,12 +266,7 @@ func (c *Cluster) known(id string) bool {
 
 func (c *Cluster) inRaft(id string) bool {
 	servers, _ := c.node.Servers()
-	for _, s := range servers {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(servers, func(s node.Server) bool { return s.ID == id })
 }
 
 // promoter is autopilot's stable promoter that never promotes a node an

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -287,22 +288,12 @@ func plainHead(b []byte) bool {
 // undecided reports whether b, the first bytes of a request, may still
 // become one of f.fastStarts but is none yet.
 func (f *front) undecided(b []byte) bool {
-	for _, s := range f.fastStarts {
-		if len(b) < len(s) && bytes.HasPrefix(s, b) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(f.fastStarts, func(s []byte) bool { return len(b) < len(s) && bytes.HasPrefix(s, b) })
 }
 
 // startsFast reports whether b starts with one of f.fastStarts.
 func (f *front) startsFast(b []byte) bool {
-	for _, s := range f.fastStarts {
-		if bytes.HasPrefix(b, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(f.fastStarts, func(s []byte) bool { return bytes.HasPrefix(b, s) })
 }
 
 func isTimeout(err error) bool {
