@@ -32,12 +32,6 @@ type httpLimits struct {
 // paste of the largest default size (1 MiB) at a slow 35 KB/s.
 var publicLimits = httpLimits{header: 10 * time.Second, idle: 2 * time.Minute, body: 30 * time.Second, stall: 2 * time.Minute}
 
-// newHTTPServer returns the public HTTP server for h, with publicLimits
-// and a header size limit.
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return publicLimits.server(h, log)
-}
-
 // server returns an HTTP server for h within l. Of net/http's timeouts it
 // uses only those it needs on every request anyway (headers, idle): its
 // ReadTimeout and WriteTimeout would set two more deadlines on every
@@ -90,13 +84,12 @@ func (l httpLimits) limitFast(srv *fasthttp.Server, log *slog.Logger) *fasthttp.
 // body too large is the mirror's.
 func fastRequestError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
-	var ne net.Error
 	switch {
 	case errors.As(err, &small):
 		ctx.Error(fmt.Sprintf("request headers over %d bytes\n", maxHeader), http.StatusRequestHeaderFieldsTooLarge)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		ctx.Error(fmt.Sprintf("request body over %d bytes: the mirror is read-only\n", mirrorMaxBody), http.StatusRequestEntityTooLarge)
-	case errors.As(err, &ne) && ne.Timeout():
+	case isTimeout(err):
 		ctx.Error("request not sent in time\n", http.StatusRequestTimeout)
 	default:
 		ctx.Error("malformed HTTP request\n", http.StatusBadRequest)

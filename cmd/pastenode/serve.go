@@ -245,7 +245,7 @@ func newAPIServer(c *config, n *node.Node, cl *cluster.Cluster, log *slog.Logger
 // newHTTPServerFor returns the server for h, with TLS from --tls-cert and
 // --tls-key when they are set.
 func newHTTPServerFor(c *config, h http.Handler, log *slog.Logger) (*http.Server, error) {
-	srv := newHTTPServer(h, log)
+	srv := publicLimits.server(h, log)
 	if c.TLSCert != "" {
 		certs := &certReloader{certFile: c.TLSCert, keyFile: c.TLSKey}
 		if _, err := certs.get(nil); err != nil {
