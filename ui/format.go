@@ -13,10 +13,6 @@ type stamp struct {
 	Exact string // RFC 3339, UTC
 }
 
-func newStamp(t, now time.Time) stamp {
-	return stamp{Rel: relTime(t, now), Exact: t.UTC().Format(time.RFC3339)}
-}
-
 // fixedStamp is t as a mirror's pages show it: the UTC time to the
 // minute, "2026-03-14 16:09 UTC", which stays true however long the page
 // is served. The page's script shows it relative to the reader's clock
@@ -45,9 +41,7 @@ var timeUnits = []struct {
 func relTime(t, now time.Time) string {
 	d := t.Sub(now)
 	future := d > 0
-	if d < 0 {
-		d = -d
-	}
+	d = d.Abs()
 	for _, u := range timeUnits {
 		if d < u.d*95/100 {
 			continue

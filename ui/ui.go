@@ -287,7 +287,7 @@ func (u *UI) stamp(t, now time.Time) stamp {
 	if u.opts.Mirror {
 		return fixedStamp(t)
 	}
-	return newStamp(t, now)
+	return stamp{Rel: relTime(t, now), Exact: t.UTC().Format(time.RFC3339)}
 }
 
 // pasteView is what the page of p shows.
