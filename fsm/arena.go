@@ -171,10 +171,30 @@ func (a *arena) waiting() int {
 	return n
 }
 
-// compactBudget is how many bytes of a segment's records an apply batch,
-// or an idle FSM.Compact, reads for compaction at most: compaction holds
-// the writer, so it goes a step at a time however much waits (an expiry
-// after a long stop, say), and writes wait for one step at most.
+// compactNext returns the segment under compaction and where its next
+// step starts, taking the next in line when none is, and nil when none
+// waits. A segment with nothing left to move is dropped on the way.
+func (a *arena) compactNext() (*segment, int64) {
+	for {
+		s := a.compacting
+		if s == nil {
+			if len(a.sparse) == 0 {
+				return nil, 0
+			}
+			s, a.sparse = a.sparse[0], a.sparse[1:]
+			a.compacting, a.cursor = s, 0
+		}
+		if s.live > 0 && a.cursor < s.size {
+			return s, a.cursor
+		}
+		a.drop(s)
+		a.compacting = nil
+	}
+}
+
+// compactBudget is how many bytes of a segment's records a step of
+// compaction (FSM.Compact) reads: what the step appends under the
+// writer's lock is at most that.
 const compactBudget = 1 << 20
 
 // records calls fn for each whole record of the sealed segment s that

@@ -13,7 +13,8 @@ import (
 // and deletes are applied; every view keeps holding exactly the pastes of
 // its version, each with its own content, so an apply never changes a
 // node of the trees a published version shares, nor a record that one
-// indexes, compactions included (run with -race too).
+// indexes, compactions running beside the applies included (run with
+// -race too).
 func TestViewsStayUnchangedWhileApplying(t *testing.T) {
 	l := newLog(t)
 	const n = 3000 // of 4 KiB, sealed every 300: segments the deletes leave two thirds empty
@@ -42,6 +43,13 @@ func TestViewsStayUnchangedWhileApplying(t *testing.T) {
 			}
 		})
 	}
+	wg.Go(func() {
+		for !stop.Load() {
+			if !l.f.Compact() {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
 	now := time.Unix(0, 2*sec)
 	for i := range n {
 		id := fmt.Sprintf("p%05d", i)
@@ -70,4 +78,78 @@ func TestViewsStayUnchangedWhileApplying(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// stallingFile is a segment file whose first read closes entered and waits
+// until release is closed; the reads after it do not wait.
+type stallingFile struct {
+	segmentFile
+	entered, release chan struct{}
+	reads            atomic.Int32
+}
+
+func (f *stallingFile) ReadAt(b []byte, off int64) (int, error) {
+	if f.reads.Add(1) == 1 {
+		close(f.entered)
+		<-f.release
+	}
+	return f.segmentFile.ReadAt(b, off)
+}
+
+// TestCompactionReadsBesideWrites: while a step of compaction waits for
+// the read of a segment, creates and deletes are applied; the step then
+// moves only what is still indexed, and nothing is lost.
+func TestCompactionReadsBesideWrites(t *testing.T) {
+	l := newLog(t)
+	for i := range 10 {
+		l.apply(create(fmt.Sprintf("old%d", i), ""))
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("old%d", i)
+		l.apply(&Command{Type: TypeDelete, ID: id, TokenHash: HashToken("tok-" + id), Now: 2 * sec})
+	}
+	sn, _ := l.f.Snapshot() // seals the segment, now queued: most of it is garbage
+	sn.Release()
+	a := l.f.cur.Load().arena
+	if len(a.sparse) != 1 {
+		t.Fatalf("%d segments wait for compaction, want 1", len(a.sparse))
+	}
+	s := a.sparse[0]
+	stall := &stallingFile{segmentFile: s.file, entered: make(chan struct{}), release: make(chan struct{})}
+	s.file = stall
+	done := make(chan bool)
+	go func() { done <- l.f.Compact() }()
+	<-stall.entered
+	// The writer's lock is free while the step reads.
+	applied := make(chan struct{})
+	go func() {
+		l.apply(create("new", ""))
+		l.apply(&Command{Type: TypeDelete, ID: "old6", TokenHash: HashToken("tok-old6"), Now: 3 * sec})
+		close(applied)
+	}()
+	select {
+	case <-applied:
+	case <-time.After(10 * time.Second):
+		close(stall.release)
+		t.Fatal("applies waited for a step of compaction to read its segment")
+	}
+	close(stall.release)
+	<-done
+	for l.f.Compact() {
+	}
+	now := time.Unix(0, 4*sec)
+	for _, id := range []string{"old7", "old8", "old9", "new"} {
+		p, ok := l.f.Get(id, now)
+		if !ok || string(p.Content) != "content of "+id {
+			t.Fatalf("paste %s after the compaction: %+v, %v", id, p, ok)
+		}
+	}
+	for _, id := range []string{"old0", "old6"} {
+		if _, ok := l.f.Get(id, now); ok {
+			t.Fatalf("paste %s, deleted, is back after the compaction", id)
+		}
+	}
+	if _, ok := l.f.cur.Load().arena.all[s.id]; ok {
+		t.Fatal("the compacted segment is still in the store")
+	}
 }

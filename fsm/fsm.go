@@ -72,7 +72,9 @@ func emptyState(segs *segments) *state {
 // FSM implements raft.BatchingFSM over the paste store.
 type FSM struct {
 	cur atomic.Pointer[state]
-	mu  sync.Mutex // serialises writers: ApplyBatch and Restore
+	mu  sync.Mutex // serialises writers: ApplyBatch, Restore, a step of Compact
+	// compacting serialises Compact, which reads without mu.
+	compacting sync.Mutex
 
 	nmu     sync.Mutex
 	changed chan struct{} // closed and replaced after every apply
@@ -157,7 +159,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		out[i] = tx.apply(c)
 		f.sinceSnapshot.Add(int64(max(1, len(c.Batch))))
 	}
-	tx.compact()
 	f.commit(tx)
 	return out
 }
@@ -422,46 +423,21 @@ func (t *txn) add(p *Paste) {
 	t.bytes += int64(len(p.Content))
 }
 
-// compact moves the records still indexed out of the sealed segments that
-// are at least half garbage, and drops those, compactBudget bytes a call
-// at most.
-func (t *txn) compact() {
-	a := t.arena
-	for budget := int64(compactBudget); budget > 0; {
-		s := a.compacting
-		if s == nil {
-			if len(a.sparse) == 0 {
-				return
-			}
-			s, a.sparse = a.sparse[0], a.sparse[1:]
-			a.compacting, a.cursor = s, 0
-		}
-		if s.live == 0 || a.cursor >= s.size {
-			a.drop(s)
-			a.compacting = nil
-			continue
-		}
-		next, err := s.records(a.cursor, budget, func(off int64, rec []byte) error {
-			id := str(rec[rHeader : rHeader+binary.LittleEndian.Uint32(rec[rLens+4*fieldID:])])
-			it, ok := t.pastes.get(id)
-			if !ok || it.r.s != s || int64(it.r.off) != off {
-				return nil // removed
-			}
-			moved, err := a.write(rec)
-			if err != nil {
-				return err
-			}
-			a.free(it.r, t.clock, 0)
-			it.r = moved
-			t.pastes.set(it)
-			return nil
-		})
-		if err != nil {
-			panic(fmt.Sprintf("fsm: compact: %v", err))
-		}
-		budget -= next - a.cursor
-		a.cursor = next
+// move copies rec, the record at off of the segment s under compaction, to
+// the active segment, unless its paste was removed.
+func (t *txn) move(s *segment, off int64, rec []byte) {
+	id := str(rec[rHeader : rHeader+binary.LittleEndian.Uint32(rec[rLens+4*fieldID:])])
+	it, ok := t.pastes.get(id)
+	if !ok || it.r.s != s || int64(it.r.off) != off {
+		return // removed
 	}
+	moved, err := t.arena.write(rec)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: compact: %v", err))
+	}
+	t.arena.free(it.r, t.clock, 0)
+	it.r = moved
+	t.pastes.set(it)
 }
 
 // addTomb stores a tombstone, without a paste, under id.

@@ -25,23 +25,54 @@ func (f *FSM) OpenDir(dir string) error {
 	return nil
 }
 
-// Compact compacts segments that wait for it, as many as an apply does, and
-// reports whether more still wait. Each apply compacts only so many, so
-// after a large removal (an expiry after a long stop, say) the rest would
-// wait for the writes to come, holding their garbage; the node calls
-// Compact while idle. It changes where records are, not what the store
-// holds: the nodes need not agree on it.
+// Compact takes a step of compaction, if a segment waits for it, and
+// reports whether more wait: it reads compactBudget bytes of the segment's
+// records beside the writers, since a sealed segment never changes, then
+// takes the writer's lock to append those still indexed to the active
+// segment and point the index at them, as an apply appends new pastes.
+// Applies never compact; the node calls Compact at the pace it chooses.
+// It changes where records are, not what the store holds: the nodes need
+// not agree on it.
 func (f *FSM) Compact() (more bool) {
+	f.compacting.Lock()
+	defer f.compacting.Unlock()
+	f.mu.Lock()
+	a := f.cur.Load().arena
+	s, from := a.compactNext()
+	f.dropSegments()
+	f.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	type record struct {
+		off int64
+		rec []byte
+	}
+	var recs []record
+	next, err := s.records(from, compactBudget, func(off int64, rec []byte) error {
+		recs = append(recs, record{off, rec})
+		return nil
+	})
+
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	old := f.cur.Load()
-	if old.arena.waiting() == 0 {
-		return false
+	if a = old.arena; a.compacting != s || a.cursor != from {
+		return a.waiting() > 0 // a restore replaced the state meanwhile
+	}
+	if err != nil {
+		panic(fmt.Sprintf("fsm: compact: %v", err))
 	}
 	tx := newTxn(old)
-	tx.compact()
+	for _, r := range recs {
+		tx.move(s, r.off, r.rec)
+	}
+	if a.cursor = next; next >= s.size {
+		a.drop(s)
+		a.compacting = nil
+	}
 	f.commit(tx)
-	return old.arena.waiting() > 0
+	return a.waiting() > 0
 }
 
 // Purge queues for compaction every segment that holds a record removed
@@ -54,9 +85,7 @@ func (f *FSM) Compact() (more bool) {
 // Compaction alone leaves a segment until half of it is garbage.
 func (f *FSM) Purge(before int64) (p Purged) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	old := f.cur.Load()
-	a := old.arena
+	a := f.cur.Load().arena
 	for _, s := range a.all {
 		if s.freed == 0 || s.freed > before {
 			continue
@@ -73,13 +102,8 @@ func (f *FSM) Purge(before int64) (p Purged) {
 			a.sparse = append(a.sparse, s)
 		}
 	}
-	if a.waiting() == 0 {
-		return p
-	}
-	tx := newTxn(old)
-	tx.compact()
-	f.commit(tx)
-	p.More = a.waiting() > 0
+	f.mu.Unlock()
+	p.More = f.Compact()
 	return p
 }
 

@@ -328,7 +328,7 @@ func (n *Node) waitBarrier(ctx context.Context) error {
 // and the expiry reaper, which proposes Expire commands when something is
 // due. The reaper applies only locally and never forwards, so a deposed
 // leader cannot have its stale clock committed by the new one. On every
-// node, its tick also finishes the store's compaction.
+// node, its tick also runs the store's compaction.
 func (n *Node) leaderLoop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -348,10 +348,11 @@ func (n *Node) leaderLoop() {
 		case <-tick.C:
 			n.reap()
 			n.stepDownIfRemoved()
-			// On every node: segments an apply left to compact (fsm.Compact)
-			// must not wait for the next writes. A few steps a tick; writes
-			// that come meanwhile go between them.
-			for range idleCompactSteps {
+			// On every node: compaction (fsm.Compact), which applies
+			// leave to this loop. A few steps a tick bound its I/O; each
+			// reads beside the writes, and appends what it copied between
+			// them.
+			for range compactSteps {
 				if !n.fsm.Compact() {
 					break
 				}
@@ -360,9 +361,9 @@ func (n *Node) leaderLoop() {
 	}
 }
 
-// idleCompactSteps is how many steps of compaction (fsm.Compact) the
-// leader loop takes a tick: with steps of a megabyte, 32 MiB a second.
-const idleCompactSteps = 8
+// compactSteps is how many steps of compaction (fsm.Compact) the leader
+// loop takes a tick: with steps of a megabyte, 32 MiB a second at most.
+const compactSteps = 8
 
 // await waits for f, or until the node closes (ErrClosed): with
 // BatchApplyCh, Raft never answers a future still queued when it shuts
