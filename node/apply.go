@@ -546,9 +546,13 @@ func (n *Node) purge() {
 	}
 	// The removals came after the creates and before the snapshot: it
 	// holds every entry cut.
-	switch err := n.wal.cut(min(p.cut, p.snapshotIndex)); {
+	upTo := min(p.cut, p.snapshotIndex)
+	switch cut, err := n.wal.cut(upTo); {
 	case err == nil:
 		p.cut = 0
+		if cut {
+			n.log.Info("cut removed pastes out of the raft log", "up_to", upTo)
+		}
 	case !errors.Is(err, errLogChanged):
 		n.log.Warn("cutting removed pastes out of the raft log failed", "err", err)
 	}

@@ -28,16 +28,23 @@ const (
 // new log and swaps that in: the copy runs beside Raft, and only its last
 // entries and the swap hold appends back. A DeleteRange meanwhile (Raft
 // compacting, or a follower dropping a conflicting tail) makes the copy
-// stale: cut gives up, and says so with errLogChanged.
-func (l *logStore) cut(upTo uint64) error {
+// stale: cut gives up, and says so with errLogChanged. It reports whether
+// it swapped in a copy.
+func (l *logStore) cut(upTo uint64) (bool, error) {
 	dir := filepath.Join(l.dataDir, walDir)
 	segs, err := segment.NewFiler(dir, walfs.New()).List()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !holdsUpTo(segs, upTo) {
-		return nil
+		return false, nil
 	}
+	return true, l.swapIn(upTo)
+}
+
+// swapIn is cut's copy and swap.
+func (l *logStore) swapIn(upTo uint64) error {
+	dir := filepath.Join(l.dataDir, walDir)
 	deletes := l.deletes.Load()
 	next := filepath.Join(l.dataDir, walNext)
 	if err := os.RemoveAll(next); err != nil {
