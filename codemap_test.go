@@ -135,7 +135,7 @@ var allowedImports = map[string][]string{
 	"node":               {"", "fsm"},
 	"cluster":            {"", "fsm", "node"},
 	"ui":                 {"", "fsm"},
-	"mirror":             {"cdb", "fsm", "internal/httpx", "ui"},
+	"mirror":             {"", "cdb", "fsm", "internal/httpx", "ui"},
 	"api":                {"", "cluster", "fsm", "internal/httpx", "mirror", "node", "ui"},
 	"client":             {""},
 	"cmd/pastenode":      {"", "api", "cluster", "internal/buildinfo", "mirror", "node", "ui"},

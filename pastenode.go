@@ -185,3 +185,16 @@ func CheckExportTail(tail []byte, size int64) error {
 	}
 	return nil
 }
+
+// URLSafeID reports whether id is made of the characters that a URL path
+// keeps as they are: letters, digits, "-" and "_". Every id a node draws
+// is; an imported one must be (node.CheckID); the pages may write such an
+// id without escaping it, and an export can name a file after it.
+func URLSafeID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}

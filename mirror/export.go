@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/cdb"
 	"github.com/pastenode/pastenode/fsm"
 	"github.com/pastenode/pastenode/internal/httpx"
@@ -503,14 +504,8 @@ func maxAge(left time.Duration) string {
 // or a "/" would not match what the server looks up, while one whose key
 // hashes to 0 cannot be found at all.
 func exportable(id string) bool {
-	if id == "" || len(id) > 128 {
+	if id == "" || len(id) > 128 || !pastenode.URLSafeID(id) {
 		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
 	}
 	for _, key := range []string{"f:/", "f:/raw/", "f:/api/v1/pastes/"} {
 		if cdb.Hash([]byte(key+id)) == 0 {

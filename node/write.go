@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pastenode/pastenode"
 	"github.com/pastenode/pastenode/fsm"
 )
 
@@ -200,10 +201,8 @@ func CheckID(id string) error {
 	if err := CheckIDLength(len(id)); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadID, err)
 	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return fmt.Errorf("%w: %q holds %q: want letters, digits, - and _ only", ErrBadID, id, c)
-		}
+	if !pastenode.URLSafeID(id) {
+		return fmt.Errorf("%w: %q: want letters, digits, - and _ only", ErrBadID, id)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pastenode/pastenode"
 )
 
 // The paste page of a common paste is written from a skeleton: the page the
@@ -251,16 +253,8 @@ func valuesOf(v *pasteView) (slotValues, bool) {
 }
 
 // fitsID reports whether id is made of the characters that a URL keeps as
-// they are: letters, digits, "-" and "_".
-func fitsID(id string) bool {
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+// they are (pastenode.URLSafeID).
+var fitsID = pastenode.URLSafeID
 
 // fitsText reports whether html/template writes s as it is in text and
 // quoted attributes: valid UTF-8 without control characters, without the
