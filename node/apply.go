@@ -553,7 +553,7 @@ func (n *Node) purge() {
 		if cut {
 			n.log.Info("cut removed pastes out of the raft log", "up_to", upTo)
 		}
-	case !errors.Is(err, errLogChanged):
+	case !errors.Is(err, errLogChanged) && !errors.Is(err, ErrClosed):
 		n.log.Warn("cutting removed pastes out of the raft log failed", "err", err)
 	}
 }

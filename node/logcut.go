@@ -64,6 +64,9 @@ func (l *logStore) swapIn(upTo uint64) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return abandon(ErrClosed)
+	}
 	if l.deletes.Load() != deletes {
 		return abandon(errLogChanged)
 	}

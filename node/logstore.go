@@ -93,6 +93,7 @@ type logStore struct {
 	// deletes counts DeleteRange calls: a copy cut started before one
 	// may hold entries the log no longer has.
 	deletes atomic.Uint64
+	closed  bool // by Close, which a cut under way must not undo
 }
 
 func (l *logStore) FirstIndex() (uint64, error) {
@@ -138,6 +139,7 @@ func (l *logStore) IsMonotonic() bool { return true }
 func (l *logStore) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	return l.w.Close()
 }
 
