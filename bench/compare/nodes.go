@@ -21,18 +21,27 @@ import (
 // pnode is one pastenode process of the run.
 type pnode struct {
 	name string
+	bin  string   // the pastenode binary, of this build or another
 	args []string // to start it again on the same data dir
 	url  string   // http:// or https:// base
 	cmd  *exec.Cmd
 }
 
-// startNode starts a pastenode with the common flags and extra ones.
+// startNode starts a pastenode of this build with the common flags and
+// extra ones.
 func (b *bench) startNode(name string, extra ...string) (*pnode, error) {
+	return b.startNodeOf(filepath.Join(b.bin, "pastenode"), name, extra...)
+}
+
+// startNodeOf is startNode for the pastenode binary bin, which may be of
+// an older build: the common flags are ones every build since the
+// in-memory one accepts.
+func (b *bench) startNodeOf(bin, name string, extra ...string) (*pnode, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	n := &pnode{name: name, url: "http://" + ports[0]}
+	n := &pnode{name: name, bin: bin, url: "http://" + ports[0]}
 	n.args = append([]string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
 		"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", ports[2], "--log-level", "warn",
 		"--rate-limit", "0", "--max-conns-per-ip", "0"}, extra...) // load from one address is the point
@@ -44,7 +53,7 @@ func (b *bench) startNode(name string, extra ...string) (*pnode, error) {
 
 // restart starts n's process (again).
 func (b *bench) restart(n *pnode) error {
-	cmd, err := b.procs.start(n.name, filepath.Join(b.bin, "pastenode"), n.args...)
+	cmd, err := b.procs.start(n.name, n.bin, n.args...)
 	n.cmd = cmd
 	return err
 }
@@ -195,7 +204,7 @@ func (b *bench) cluster(ctx context.Context) ([]*pnode, error) {
 			return nil, err
 		}
 		name := fmt.Sprintf("c%d", i+1)
-		n := &pnode{name: name, url: "http://" + ports[0]}
+		n := &pnode{name: name, bin: filepath.Join(b.bin, "pastenode"), url: "http://" + ports[0]}
 		n.args = []string{"--node-id", name, "--data-dir", filepath.Join(b.tmp, name),
 			"--http-addr", ports[0], "--raft-addr", ports[1], "--gossip-addr", seeds[i],
 			"--join", strings.Join(seeds, ","), "--bootstrap-expect", "3", "--log-level", "warn",
