@@ -114,8 +114,9 @@ jepsen:
 	PASTE_JEPSEN_DURATION=$${PASTE_JEPSEN_DURATION:-180s} PASTE_JEPSEN_FAULT_GAP=$${PASTE_JEPSEN_FAULT_GAP:-1s} $(JEPSEN_RUN) -timeout 30m ./test/e2e/jepsen
 
 # The comparison of BENCHMARKS.md: pastenode against a bare net/http
-# handler, nginx, etcd and kawipiko-server, one table in
-# bench/results/latest.txt (needs wrk, nginx-light and etcd-server, and
+# handler, nginx, etcd, kawipiko-server and its last in-memory build, one
+# table in bench/results/latest.txt (needs wrk, nginx-light and
+# etcd-server, the git history to build the in-memory version from, and
 # docker for the capacity row, which runs the image of docker-image;
 # about 7 minutes). BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='-rounds 1
 # -duration 1s -pastes 5000' for a quick look.

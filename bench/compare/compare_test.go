@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -178,5 +179,39 @@ func TestBlockDevice(t *testing.T) {
 	}
 	if _, err := d.written(); err != nil {
 		t.Errorf("%s: %v", d.name, err)
+	}
+}
+
+func TestInMemoryRow(t *testing.T) {
+	cpu := func(perRead time.Duration) *cpuPerOp {
+		c := &cpuPerOp{}
+		c.add(perRead*100_000, 100_000)
+		return c
+	}
+	runs := []wrkResult{{rps: 50_000}, {rps: 70_000}, {rps: 60_000}}
+	tests := []struct {
+		name              string
+		ours, old         *cpuPerOp
+		notMeasured       string
+		wantMet, wantOurs string
+		wantRatio         float64
+	}{
+		{"cheaper on disk", cpu(10 * time.Microsecond), cpu(12 * time.Microsecond), "", "met", "10.0 µs per read (60000/s)", 1.2},
+		{"as dear", cpu(10 * time.Microsecond), cpu(10 * time.Microsecond), "", "met", "10.0 µs per read (60000/s)", 1},
+		{"dearer within the target", cpu(10 * time.Microsecond), cpu(9600 * time.Nanosecond), "", "met", "10.0 µs per read (60000/s)", 0.96},
+		{"dearer than the target", cpu(10 * time.Microsecond), cpu(9 * time.Microsecond), "", "MISS", "10.0 µs per read (60000/s)", 0.9},
+		{"no old build", nil, nil, "commit 8fb1ff5 is not in this clone", "MISS (not measured)", "not measured: commit 8fb1ff5 is not in this clone", -1},
+		{"no requests", &cpuPerOp{}, cpu(time.Microsecond), "", "MISS (not measured)", "not measured: no requests served", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := inMemoryRow(runs, runs, tt.ours, tt.old, tt.notMeasured)
+			if r.met != tt.wantMet || r.ours != tt.wantOurs || math.Abs(r.ratio-tt.wantRatio) > 1e-9 {
+				t.Errorf("got %q, %q, ratio %v; want %q, %q, %v", r.met, r.ours, r.ratio, tt.wantMet, tt.wantOurs, tt.wantRatio)
+			}
+			if !strings.Contains(r.figure, inMemoryBuild[:7]) || r.target != ">= 0.95x" {
+				t.Errorf("figure %q, target %q", r.figure, r.target)
+			}
+		})
 	}
 }

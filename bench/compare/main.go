@@ -7,9 +7,10 @@
 // directory: a bare net/http handler (bench/bare), nginx with 2 workers,
 // a 3-member etcd, a single pastenode with N pastes, a 3-node pastenode
 // cluster, a TLS pastenode, `pastenode mirror` on an export,
-// kawipiko-server when it is on PATH, two nodes for the write cost (one
-// with a store of 2 GiB), and for the capacity row one node in a docker
-// container published on loopback. Loads are wrk runs of one thread,
+// kawipiko-server when it is on PATH, a fresh node of this build and one
+// of the last in-memory build (built from git history), two nodes for
+// the write cost (one with a store of 2 GiB), and for the capacity row
+// one node in a docker container published on loopback. Loads are wrk runs of one thread,
 // interleaved round by round between the two sides of a comparison, and
 // a figure is the median of its rounds. Every process it starts is stopped
 // when it ends, also on failure or interrupt, and the container and its
@@ -54,6 +55,7 @@ type bench struct {
 	memory   int // pastes of 1 KiB in the node for the memory row
 	image    string
 	only     map[string]bool // the row groups to measure; empty: all
+	oldBin   string          // pastenode built at inMemoryBuild; "": build it from git history
 	log      io.Writer
 
 	procs   *procs
@@ -74,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&b.pastes, "pastes", 100_000, "pastes of 1 KiB in the node for the memory, restart and export rows")
 	fs.IntVar(&b.memory, "memory-pastes", 500_000, "pastes of 1 KiB in the node for the memory row (at least -pastes)")
 	fs.StringVar(&b.image, "image", "pastenode:local", "the docker image of the capacity row (make docker-image)")
+	fs.StringVar(&b.oldBin, "inmemory-bin", "", "pastenode built at "+inMemoryBuild[:7]+" for the readcpu row (default: built from this clone's history)")
 	only := fs.String("only", "", "measure only these row groups, comma-separated: "+strings.Join(rowGroups, ", "))
 	out := fs.String("out", "bench/results/latest.txt", "file the table is written to as well")
 	if err := fs.Parse(args); err != nil {
