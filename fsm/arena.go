@@ -3,7 +3,6 @@ package fsm
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 )
 
 // ref locates a record: a segment, an offset and a length. Offsets fit 32
@@ -38,19 +37,6 @@ func (r ref) readInto(buf []byte) ([]byte, error) {
 	return rec, nil
 }
 
-// createdBy returns the log index of the entry that wrote r's record (for
-// a paste restored from a snapshot of version 3 or older, the snapshot's):
-// the content is in the log up to that entry.
-func (r ref) createdBy() uint64 {
-	var b [8]byte
-	if _, err := r.s.readInto(b[:0], int64(r.off)+rIndex, 8); err != nil {
-		// An upper bound serves as well: the entry is before any
-		// removal now.
-		return math.MaxUint64
-	}
-	return binary.LittleEndian.Uint64(b[:])
-}
-
 // arena writes records to segments and counts their garbage. Only the
 // writer uses it: an apply, a restore building its state aside, or a
 // compaction, each under the FSM's lock.
@@ -73,18 +59,19 @@ func newArena(segs *segments) *arena {
 	return &arena{segs: segs, all: make(map[uint64]*segment)}
 }
 
-// put stores the record of p, created by the log entry at index, and
-// returns where.
+// put stores p's record, written by the apply of the log entry at index,
+// and returns where.
 func (a *arena) put(p *Paste, index uint64) (ref, error) {
 	if n := recordLen(p); n > maxRecord {
 		return ref{}, fmt.Errorf("a paste record of %d bytes", n)
 	}
-	a.buf = appendRecord(a.buf[:0], p, index)
-	return a.write(a.buf)
+	a.buf = appendRecord(a.buf[:0], p)
+	return a.write(a.buf, index)
 }
 
-// write appends rec to the active segment, counted as live.
-func (a *arena) write(rec []byte) (ref, error) {
+// write appends rec to the active segment, counted as live, for the
+// state at log index index.
+func (a *arena) write(rec []byte, index uint64) (ref, error) {
 	if a.cur == nil || a.cur.size >= sealSize {
 		if err := a.seal(); err != nil {
 			return ref{}, err
@@ -98,6 +85,7 @@ func (a *arena) write(rec []byte) (ref, error) {
 	}
 	off := a.cur.append(rec)
 	a.cur.live += int64(len(rec))
+	a.cur.wrote = max(a.cur.wrote, index)
 	return ref{a.cur, uint32(off), uint32(len(rec))}, nil
 }
 
@@ -125,14 +113,16 @@ func (a *arena) seal() error {
 	return nil
 }
 
-// free counts r's record as garbage, removed at now; created is the
-// record's createdBy when its paste is removed, 0 when the record moves.
-func (a *arena) free(r ref, now int64, created uint64) {
+// free counts r's record as garbage, removed at now: its paste was
+// removed, or the record moved (compaction).
+func (a *arena) free(r ref, now int64, removed bool) {
 	r.s.live -= int64(r.n)
 	if r.s.freed == 0 {
 		r.s.freed = max(now, 1)
 	}
-	r.s.created = max(r.s.created, created)
+	if removed {
+		r.s.created = r.s.wrote
+	}
 	if r.s.sealed {
 		a.check(r.s)
 	}

@@ -431,11 +431,11 @@ func (t *txn) move(s *segment, off int64, rec []byte) {
 	if !ok || it.r.s != s || int64(it.r.off) != off {
 		return // removed
 	}
-	moved, err := t.arena.write(rec)
+	moved, err := t.arena.write(rec, t.index)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: compact: %v", err))
 	}
-	t.arena.free(it.r, t.clock, 0)
+	t.arena.free(it.r, t.clock, false)
 	it.r = moved
 	t.pastes.set(it)
 }
@@ -512,7 +512,7 @@ func (t *txn) expire(now int64) {
 // remove drops p and leaves ts in its place.
 func (t *txn) remove(p *Paste, ts *Tombstone) {
 	if it, ok := t.pastes.delete(p.ID); ok {
-		t.arena.free(it.r, t.clock, it.r.createdBy())
+		t.arena.free(it.r, t.clock, true)
 	}
 	t.removal = t.index
 	if p.ExpiresAt != 0 {

@@ -111,9 +111,10 @@ func (f *FSM) Purge(before int64) (p Purged) {
 type Purged struct {
 	Found bool // a segment holding a record removed by then
 	More  bool // compaction waits still: call Purge again
-	// Created is the largest log index of an entry that created one of
-	// the removed pastes (or of the snapshot one was loaded from): the
-	// Raft log holds their content until it holds no entry up to it.
+	// Created is a log index no earlier than the entries that created
+	// the removed pastes: the last that wrote to their segments before
+	// the removal (segment.created). The Raft log holds their content
+	// until it holds no entry up to it.
 	Created uint64
 }
 

@@ -49,9 +49,8 @@ const (
 	rCRC       = 4  // uint32
 	rCreated   = 8  // int64
 	rExpires   = 16 // int64
-	rIndex     = 24 // uint64: the log index of the create (ref.createdBy)
-	rFlags     = 32 // byte, then three bytes of zero
-	rLens      = 36 // uint32 per field
+	rFlags     = 24 // byte, then three bytes of zero
+	rLens      = 28 // uint32 per field
 	rHeader    = rLens + 4*rFields
 	rFields    = 6
 	maxRecord  = 1 << 30 // far above any paste a command can carry
@@ -94,15 +93,13 @@ func recordLen(p *Paste) int {
 	return n
 }
 
-// appendRecord appends the record of p, created by the log entry at index,
-// to b.
-func appendRecord(b []byte, p *Paste, index uint64) []byte {
+// appendRecord appends p's record to b.
+func appendRecord(b []byte, p *Paste) []byte {
 	start := len(b)
 	var hdr [rHeader]byte
 	le := binary.LittleEndian
 	le.PutUint64(hdr[rCreated:], uint64(p.CreatedAt))
 	le.PutUint64(hdr[rExpires:], uint64(p.ExpiresAt))
-	le.PutUint64(hdr[rIndex:], index)
 	var flags byte
 	if p.Burn {
 		flags |= flagBurn
@@ -219,9 +216,12 @@ type segment struct {
 	// freed is the Command.Now of the first removal of a record of s,
 	// 0 while it has none: Purge compacts s once that is old enough.
 	freed int64
-	// created is the largest pasteItem.created of a paste removed from
-	// s: Purge reports it, as the log entries up to it hold that content.
-	created uint64
+	// wrote is the log index of the last apply or compaction that wrote
+	// to s (or of the snapshot s was loaded from): no record in s came
+	// from a later entry. created is what wrote was when a paste was last
+	// removed from s: Purge reports it, as the log entries up to it may
+	// hold the content of the pastes removed.
+	wrote, created uint64
 }
 
 // segmentName is the file name of segment id.

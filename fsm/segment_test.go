@@ -37,7 +37,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		CreatedAt: -5, ExpiresAt: 1 << 62, Burn: true, Encrypted: true,
 		TokenHash: HashToken("t"), RequestID: "req"}
 	for _, want := range []*Paste{full, {ID: "bare", Content: []byte{0xff}}} {
-		rec := appendRecord(nil, want, 1)
+		rec := appendRecord(nil, want)
 		if len(rec) != recordLen(want) {
 			t.Fatalf("record of %d bytes, recordLen %d", len(rec), recordLen(want))
 		}
