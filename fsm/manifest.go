@@ -209,10 +209,9 @@ func buildState(m *manifest, a *arena, segs []*segment) (*state, error) {
 		return nil, fmt.Errorf("%w: the index does not hold %d pastes", ErrSnapshot, h.Pastes)
 	}
 	for _, s := range segs {
-		// When a segment was written and its garbage removed is not in
-		// the manifest; it was at or before the snapshot's clock and
-		// index, and Purge takes those, so a restart does not leave
-		// removed content for compaction alone to reclaim.
+		// When a segment was written and its garbage removed is not in the
+		// manifest: the snapshot's index and clock bound both, so that
+		// Purge, not compaction alone, reclaims what a restart finds.
 		s.wrote = h.Index
 		if s.live < s.size {
 			s.freed, s.created = max(h.Clock, 1), h.Index
