@@ -76,10 +76,10 @@ func (l *logStore) swapIn(upTo uint64) error {
 	if err := nw.Close(); err != nil {
 		return abandon(err)
 	}
-	// From here the old log is closed: a failure that leaves no log to
-	// append to stops the node, and the next start finishes the swap.
+	// From here on a failure may leave no log to append to: it stops the
+	// node, and the next start finishes or undoes the swap.
 	if err := l.w.Close(); err != nil {
-		return abandon(err)
+		panic(fmt.Sprintf("node: close the raft log for a cut: %v", err))
 	}
 	if err := swapCut(l.dataDir); err != nil {
 		panic(fmt.Sprintf("node: swap in the cut raft log: %v", err))
