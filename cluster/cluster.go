@@ -66,8 +66,10 @@ type Node interface {
 	// VerifyPeer checks over the authenticated internal RPC that the node
 	// at raftAddr is node id, and returns what it says of its cluster.
 	VerifyPeer(ctx context.Context, id, raftAddr string) (node.PeerIdentity, error)
-	// ClusterID is the id of the node's cluster, "" while it has none.
+	// ClusterID is the id of the node's cluster, "" while it has none;
+	// Applied is closed after the next apply, which may bring one.
 	ClusterID() string
+	Applied() <-chan struct{}
 	// WasRemoved reports whether an operator removed the node and it waits
 	// for an explicit join; Rejoin clears that, and Rejoining reports a
 	// node that asked to come back and is not back yet.

@@ -212,10 +212,18 @@ func (c *Cluster) stateLoop() {
 	defer tick.Stop()
 	left := false
 	for {
+		// Until the cluster has its id, each apply may bring it: a seed
+		// must advertise it at once, or a node of another cluster that
+		// joins meanwhile sees no id to refuse (mergeDelegate).
+		var applied <-chan struct{}
+		if c.node.ClusterID() == "" {
+			applied = c.node.Applied()
+		}
 		select {
 		case <-c.stop:
 			return
 		case <-tick.C:
+		case <-applied:
 		}
 		id, rejoin := c.node.ClusterID(), c.node.Rejoining()
 		c.setMeta(func(m *meta) { m.Cluster, m.Rejoin = id, rejoin })

@@ -81,6 +81,10 @@ func checkNodeID(dir, id string) error {
 	return nil
 }
 
+// Applied returns a channel that is closed after the next apply: the
+// cluster's id, among the rest, may have changed by then.
+func (n *Node) Applied() <-chan struct{} { return n.fsm.Changed() }
+
 // ClusterID returns the id of this node's cluster, "" while it has none
 // (no cluster yet, or one made by a version without ids that has not been
 // given one yet).
