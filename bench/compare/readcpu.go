@@ -20,8 +20,9 @@ import (
 const inMemoryBuild = "8fb1ff5da781a857fc0564987ff8f89a07e9d000"
 
 // inMemoryTarget is the least ratio of the in-memory build's CPU per read
-// over ours that meets the "no more CPU": 1 less the spread that a
-// run of this build against itself shows (BENCHMARKS.md).
+// over ours that meets the "no more CPU": 1 less the spread that
+// runs of this build against itself show, so that noise alone rarely
+// misses it.
 const inMemoryTarget = 0.95
 
 // inMemoryReadRow compares the CPU per raw read of one hot 1 KiB paste on
