@@ -36,7 +36,7 @@
 // in; a snapshot keeps a reference to the current one. The index is all
 // that memory holds of a paste: its record, content included, is in a
 // segment file, written once and never changed (segment.go), and a read
-// is one pread of it. A snapshot refers to the segments by hard links
+// copies it from the file's mapping. A snapshot refers to the segments by hard links
 // (manifest.go).
 //
 // Log entries: a Command is the msgpack map that msgpack.Marshal makes of

@@ -183,7 +183,7 @@ func (f *FSM) publish(s *state) {
 }
 
 // Get returns the paste id if it exists and has not expired at now. The
-// Paste is the caller's, read from its record with one pread; its strings
+// Paste is the caller's, copied from its record; its strings
 // and slices share one buffer, whose bytes callers must not modify.
 func (f *FSM) Get(id string, now time.Time) (*Paste, bool) {
 	it, ok := f.cur.Load().pastes.get(id)

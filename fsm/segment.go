@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,8 +25,9 @@ import (
 // only drops it from the index. So the store is a log of records, as in
 // Bitcask or a Haystack volume: the apply appends each new paste's record
 // to the active segment, and the index maps the paste's id to the segment,
-// offset and length of its record. A read looks the id up and reads the
-// record with one pread, from the page cache when the paste is hot.
+// offset and length of its record. A read looks the id up and copies the
+// record from the segment's mapping: from the page cache when the paste is
+// hot, without a system call.
 //
 // A segment is sealed, and never written again, once it reaches sealSize
 // or when Raft takes a snapshot. A snapshot then refers to the sealed
@@ -203,7 +205,12 @@ type segment struct {
 	id   uint64
 	file segmentFile
 	path string // "" in memory
-	crc  uint32 // of bytes [0, size), kept while appending
+	// mapped is the file mapped read-only (mapSegment), nil in memory. A
+	// record that lies in it is copied from it rather than read with a
+	// pread; the mapping may be longer than the file, so only what was
+	// flushed is read from it.
+	mapped []byte
+	crc    uint32 // of bytes [0, size), kept while appending
 	// size and sealed are the writer's. Appends collect in pending, which
 	// flush writes at the end of an apply batch, before any reader can
 	// look for them: one write a batch rather than one a paste.
@@ -237,11 +244,19 @@ func parseSegmentName(name string) (uint64, bool) {
 	return id, err == nil
 }
 
-// closeWhenUnreachable closes s's file once no state, paste read or
-// snapshot refers to s. A segment's file may be gone from the directory
-// long before: an older state still reads through the open descriptor.
+// closeWhenUnreachable unmaps and closes s's file once no state, paste
+// read or snapshot refers to s. A segment's file may be gone from the
+// directory long before: an older state still reads through the open
+// descriptor and the mapping.
 func closeWhenUnreachable(s *segment) {
-	runtime.AddCleanup(s, func(f segmentFile) { f.Close() }, s.file)
+	type open struct {
+		file   segmentFile
+		mapped []byte
+	}
+	runtime.AddCleanup(s, func(o open) {
+		unmapSegment(o.mapped)
+		o.file.Close()
+	}, open{s.file, s.mapped})
 }
 
 // read returns the n bytes at off, in a buffer of their own.
@@ -258,10 +273,32 @@ func (s *segment) readInto(buf []byte, off int64, n uint32) ([]byte, error) {
 		copy(b, s.pending[off-flushed:])
 		return b, nil
 	}
+	if end := off + int64(n); end <= int64(len(s.mapped)) {
+		err := copyMapped(b, s.mapped[off:end])
+		runtime.KeepAlive(s) // its cleanup unmaps s.mapped
+		if err != nil {
+			return nil, fmt.Errorf("read segment %s at %d: %w", segmentName(s.id), off, err)
+		}
+		return b, nil
+	}
 	if _, err := s.file.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("read segment %s at %d: %w", segmentName(s.id), off, err)
 	}
 	return b, nil
+}
+
+// copyMapped copies src, part of a mapping, to dst. A page the file no
+// longer backs (it was cut short behind the node's back) or cannot be read
+// from disk is a fault, which makes this read fail instead of the process.
+func copyMapped(dst, src []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("mapped segment: %v", e)
+		}
+	}()
+	copy(dst, src)
+	return nil
 }
 
 // append adds rec at the end of s, to be written by flush, and returns its
@@ -318,6 +355,9 @@ func (ss *segments) create() (*segment, error) {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
 	s.file = f
+	// The active segment grows to sealSize and a record beyond; a record
+	// past the mapping is read with a pread.
+	s.mapped = mapSegment(f, 2*sealSize)
 	closeWhenUnreachable(s)
 	return s, nil
 }
@@ -406,6 +446,7 @@ func (ss *segments) adopt(src string, id uint64, size int64, crc uint32) (*segme
 		return nil, err
 	}
 	s.file = f
+	s.mapped = mapSegment(f, size)
 	closeWhenUnreachable(s)
 	return s, nil
 }

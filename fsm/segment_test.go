@@ -413,3 +413,47 @@ func TestPurgeAfterLoad(t *testing.T) {
 		t.Fatal("a paste kept is gone")
 	}
 }
+
+// TestSegmentReadsFromItsMapping: a flushed record of a segment file is
+// copied from the mapping, which sees every later flush, without a read
+// of the descriptor; a record the file no longer holds (cut short behind
+// the node's back) fails its read instead of crashing the process.
+func TestSegmentReadsFromItsMapping(t *testing.T) {
+	ss, err := openSegments(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ss.create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.mapped == nil {
+		t.Skip("no mmap here")
+	}
+	first := s.append(bytes.Repeat([]byte("a"), 5000))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	second := s.append(bytes.Repeat([]byte("b"), 9000)) // past the first page
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// With the descriptor closed, only the mapping can answer.
+	s.file.(*os.File).Close()
+	for _, r := range []struct {
+		off  int64
+		n    uint32
+		char string
+	}{{first, 5000, "a"}, {second, 9000, "b"}} {
+		got, err := s.read(r.off, r.n)
+		if err != nil || string(got) != strings.Repeat(r.char, int(r.n)) {
+			t.Fatalf("read at %d: %q…, %v", r.off, got[:min(len(got), 8)], err)
+		}
+	}
+	if err := os.Truncate(s.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.read(second, 9000); err == nil {
+		t.Fatalf("read of a record the file lost: %q…, no error", got[:8])
+	}
+}
