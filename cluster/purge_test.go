@@ -15,7 +15,8 @@ import (
 // where a stopped follower's ends, so the follower must be sent a
 // snapshot when it comes back, and take entries after it although its own
 // log still holds older ones. The removed paste's content is then in no
-// file of the leader's data dir.
+// file of the leader's data dir, and the follower keeps the snapshot it
+// installed as links to its segments, not as a second copy of them.
 func TestFollowerBehindACutLogCatchesUp(t *testing.T) {
 	tc := startCluster(t, 3, clusterOptions{PurgeAfter: 2 * time.Second})
 	ctx := context.Background()
@@ -53,6 +54,14 @@ func TestFollowerBehindACutLogCatchesUp(t *testing.T) {
 		}
 		return true
 	}, "the follower to apply every paste after the cut")
+	waitFor(t, 10*time.Second, func() bool {
+		for _, path := range filesHolding(filepath.Join(tc.nodes[f].dir, "snapshots"), "before 0") {
+			if filepath.Base(path) == "state.bin" {
+				return false
+			}
+		}
+		return true
+	}, "the follower to hold its installed snapshot as links, its contents not in state.bin")
 	c := "after the catch-up via " + tc.nodes[f].id
 	want[createPaste(t, tc.nodes[f].node, c, false)] = c
 	for _, i := range tc.running() {

@@ -26,7 +26,7 @@ type testHooks struct {
 // test hooks, the same behind their gate.
 func (n *Node) raftFSM() raft.FSM {
 	if n.hooks == nil {
-		return n.fsm
+		return installFSM{n.fsm, n}
 	}
 	return gatedFSM{n}
 }
@@ -68,5 +68,5 @@ func (g gatedFSM) Snapshot() (raft.FSMSnapshot, error) { return g.n.fsm.Snapshot
 
 func (g gatedFSM) Restore(rc io.ReadCloser) error {
 	g.wait()
-	return g.n.fsm.Restore(rc)
+	return g.n.install(rc)
 }

@@ -145,3 +145,59 @@ func (s snapshotFiles) meta(id string) (*raft.SnapshotMeta, error) {
 	}
 	return &meta, nil
 }
+
+// installFSM is the node's FSM as Raft sees it but for Restore, which
+// Raft calls only to install a snapshot a leader sent, as it does not
+// restore at a start (NoSnapshotRestoreOnStart).
+type installFSM struct {
+	*fsm.FSM
+	n *Node
+}
+
+func (f installFSM) Restore(rc io.ReadCloser) error { return f.n.install(rc) }
+
+// install makes the FSM's state the snapshot rc streams, then persists
+// that state anew as a snapshot of the same index. Raft stored the
+// snapshot as it came, every segment inside it, beside the segments the
+// restore writes: the store twice on disk. The new snapshot links the
+// segments instead, and the store keeps only the newest, so the copy goes
+// now rather than at the next snapshot, which a quiet cluster may not take
+// for a long time.
+func (n *Node) install(rc io.ReadCloser) error {
+	if err := n.fsm.Restore(rc); err != nil {
+		return err
+	}
+	// Both before Raft applies anything more: the snapshot Raft just
+	// stored is the newest, and the FSM's state is its.
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return nil
+	}
+	snap, err := n.fsm.Snapshot()
+	if err != nil {
+		n.log.Warn("cannot relink the installed snapshot", "err", err)
+		return nil
+	}
+	n.wg.Go(func() {
+		if err := n.relink(snap, metas[0]); err != nil {
+			n.log.Warn("cannot relink the installed snapshot; the next snapshot will", "err", err)
+		}
+	})
+	return nil
+}
+
+// relink persists snap, the state of the installed snapshot m, as a
+// snapshot with m's metadata, unless a newer one was taken meanwhile.
+func (n *Node) relink(snap raft.FSMSnapshot, m *raft.SnapshotMeta) error {
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 || metas[0].ID != m.ID {
+		snap.Release()
+		return err
+	}
+	sink, err := n.snaps.Create(m.Version, m.Index, m.Term, m.Configuration, m.ConfigurationIndex, n.transport)
+	if err != nil {
+		snap.Release()
+		return err
+	}
+	return snap.Persist(sink)
+}
