@@ -124,8 +124,8 @@ func readManifest(r io.Reader) (*manifest, int64, error) {
 	if n > maxManifest {
 		return nil, 0, fmt.Errorf("%w: a manifest of %d bytes", ErrSnapshot, n)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	body, err := readSized(func(b []byte) error { _, err := io.ReadFull(r, b); return err }, nil, int(n))
+	if err != nil {
 		return nil, 0, fmt.Errorf("%w: manifest: %v", ErrSnapshot, err)
 	}
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(head[8:]) {

@@ -289,6 +289,22 @@ func decodeState(dec *msgpack.Decoder, version byte, a *arena) (*state, error) {
 	return tx.commit(), nil
 }
 
+// readSized reads size bytes with read, into buf grown as need be: as
+// the bytes come, by doubling, rather than all at once, as a damaged or
+// hostile stream of a few bytes may declare gigabytes.
+func readSized(read func([]byte) error, buf []byte, size int) ([]byte, error) {
+	buf = buf[:0]
+	for len(buf) < size {
+		n := min(size-len(buf), max(len(buf), 1<<20))
+		buf = slices.Grow(buf, n)
+		if err := read(buf[len(buf) : len(buf)+n]); err != nil {
+			return buf, err
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
+}
+
 // decodeRecords reads the n paste records of a snapshot of version 3 and
 // stores their pastes.
 func decodeRecords(dec *msgpack.Decoder, n int, tx *txn) error {
@@ -301,8 +317,7 @@ func decodeRecords(dec *msgpack.Decoder, n int, tx *txn) error {
 		if err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
-		rec = slices.Grow(rec[:0], size)[:size]
-		if err := dec.ReadFull(rec); err != nil {
+		if rec, err = readSized(dec.ReadFull, rec, size); err != nil {
 			return fmt.Errorf("%w: paste %d: %v", ErrSnapshot, i, err)
 		}
 		p, err := readV3Record(rec)

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -347,5 +348,39 @@ func samePastes(t *testing.T, got, want *FSM) {
 		return true
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestoreAllocatesWhatArrives: a stream of a few bytes that declares
+// a manifest of gigabytes, or a record of a gigabyte, fails without the
+// restore allocating what it declared (the fuzzer found the first: a
+// backup file or a leader's stream could take a node's memory).
+func TestRestoreAllocatesWhatArrives(t *testing.T) {
+	head := append([]byte(snapshotMagic), snapshotSegments)
+	head = binary.LittleEndian.AppendUint64(head, 3<<30)
+	head = binary.LittleEndian.AppendUint32(head, 0)
+	head = append(head, "a few bytes of it"...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := New().Restore(io.NopCloser(bytes.NewReader(head)))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrSnapshot) {
+		t.Errorf("restore of a manifest cut short: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("restore of a %d-byte stream allocated %d MiB", len(head), n>>20)
+	}
+
+	runtime.ReadMemStats(&before)
+	buf, err := readSized(func(b []byte) error {
+		_, err := io.ReadFull(bytes.NewReader(make([]byte, 100)), b)
+		return err
+	}, nil, maxRecord)
+	runtime.ReadMemStats(&after)
+	if err == nil || len(buf) != 0 {
+		t.Errorf("readSized of 100 bytes for %d: %d bytes, %v", maxRecord, len(buf), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("readSized of 100 bytes for %d allocated %d MiB", maxRecord, n>>20)
 	}
 }
