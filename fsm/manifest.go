@@ -305,6 +305,58 @@ func (sn *snapshot) writeSegmented(w io.Writer, dir string) error {
 	return bw.Flush()
 }
 
+// SplitStream copies the snapshot r streams to w, but for a stream of
+// version 4, the whole state as a leader sends it, which it keeps as a
+// snapshot of version 5 in dir: the manifest to w, and each segment to a
+// file of dir, checked against its checksum and synced. InstallSnapshot
+// then links those files into the store instead of writing the segments
+// again, so an install takes the store's size on disk once, not twice.
+func SplitStream(r io.Reader, dir string, w io.Writer) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	head, err := br.Peek(len(snapshotMagic) + 1)
+	if err != nil || string(head[:len(snapshotMagic)]) != snapshotMagic || head[len(snapshotMagic)] != snapshotSegments {
+		_, err := io.Copy(w, br)
+		return err
+	}
+	br.Discard(len(head))
+	m, _, err := readManifest(br)
+	if err != nil {
+		return err
+	}
+	for _, e := range m.Segments {
+		if err := receiveSegment(br, filepath.Join(dir, segmentName(e.ID)), e); err != nil {
+			return err
+		}
+	}
+	if _, err := br.Peek(1); err != io.EOF {
+		return fmt.Errorf("%w: bytes after the last segment", ErrSnapshot)
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	return writeManifest(w, snapshotLocal, m)
+}
+
+// receiveSegment writes segment e, the next e.Size bytes of r, to path.
+func receiveSegment(r io.Reader, path string, e segmentEntry) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("receive segment: %w", err)
+	}
+	defer f.Close()
+	crc := crc32.New(castagnoli)
+	if _, err := io.CopyN(io.MultiWriter(f, crc), r, e.Size); err != nil {
+		return fmt.Errorf("%w: segment %d: %v", ErrSnapshot, e.ID, err)
+	}
+	if crc.Sum32() != e.CRC {
+		return fmt.Errorf("%w: segment %d fails its checksum", ErrSnapshot, e.ID)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("receive segment: %w", err)
+	}
+	return f.Close()
+}
+
 // errNotLocal means a snapshot holds its state itself: it is not of
 // version 5.
 var errNotLocal = errors.New("not a snapshot of linked segments")
@@ -371,7 +423,14 @@ func expand(w io.Writer, m *manifest, dir string) error {
 // directory, not read. Any other version is restored as Restore does,
 // which writes its pastes into new segments: how a data dir of an older
 // version moves in.
-func (f *FSM) LoadSnapshot(dir string) error {
+func (f *FSM) LoadSnapshot(dir string) error { return f.load(dir, false) }
+
+// InstallSnapshot is LoadSnapshot of a snapshot that another node sent
+// (SplitStream kept it): its segments are linked in under new ids, as
+// theirs may be the names of this node's own.
+func (f *FSM) InstallSnapshot(dir string) error { return f.load(dir, true) }
+
+func (f *FSM) load(dir string, fresh bool) error {
 	m, _, err := openLocal(dir)
 	if errors.Is(err, errNotLocal) {
 		file, err := os.Open(filepath.Join(dir, "state.bin"))
@@ -389,7 +448,11 @@ func (f *FSM) LoadSnapshot(dir string) error {
 	a := newArena(f.segs)
 	segs := make([]*segment, len(m.Segments))
 	for i, e := range m.Segments {
-		if segs[i], err = f.segs.adopt(filepath.Join(dir, segmentName(e.ID)), e.ID, e.Size, e.CRC); err != nil {
+		id := e.ID
+		if fresh {
+			id = 0
+		}
+		if segs[i], err = f.segs.adopt(filepath.Join(dir, segmentName(e.ID)), id, e.Size, e.CRC); err != nil {
 			return fmt.Errorf("load snapshot %s: %w", dir, err)
 		}
 	}

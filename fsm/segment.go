@@ -424,8 +424,12 @@ func openSegments(dir string) (*segments, error) {
 
 // adopt makes the sealed segment id, of size bytes, whose file is src (a
 // snapshot's link), a segment of this directory: it links src in unless
-// the directory has it already, and opens it.
+// the directory has it already, and opens it. Id 0 links src under a new
+// id, for a snapshot of another node's segments.
 func (ss *segments) adopt(src string, id uint64, size int64, crc uint32) (*segment, error) {
+	if id == 0 {
+		id = ss.next + 1
+	}
 	ss.next = max(ss.next, id)
 	s := &segment{id: id, size: size, crc: crc, sealed: true}
 	s.flushed.Store(size)

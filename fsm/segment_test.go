@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,15 +184,66 @@ func TestSnapshotLinksSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	samePastes(t, h, l.f)
-	// Each flipped byte of the stream's manifest and segments is refused.
-	for _, i := range []int{len(snapshotMagic) + 3, len(snapshotMagic) + 20, len(stream) / 2, len(stream) - 1} {
-		bad := bytes.Clone(stream)
-		bad[i] ^= 1
+	// Each flipped byte of the stream's manifest and segments is refused,
+	// as is a stream with bytes after its segments, by both a restore and
+	// the split a node's snapshot store makes of a stream it receives.
+	for _, i := range []int{len(snapshotMagic) + 3, len(snapshotMagic) + 20, len(stream) / 2, len(stream) - 1, len(stream)} {
+		bad := append(bytes.Clone(stream), 0)
+		if bad[i] ^= 1; i < len(stream) {
+			bad = bad[:len(stream)]
+		}
 		k := New()
-		if err := k.Restore(io.NopCloser(bytes.NewReader(bad))); err == nil {
+		if err := k.Restore(io.NopCloser(bytes.NewReader(bad))); err == nil && i < len(stream) {
 			t.Fatalf("byte %d of %d flipped, and the stream restored", i, len(stream))
 		}
+		if err := SplitStream(bytes.NewReader(bad), t.TempDir(), io.Discard); err == nil {
+			t.Fatalf("byte %d of %d flipped, and the stream was kept", i, len(stream))
+		}
 	}
+
+	// What a follower's snapshot store keeps of the stream: a manifest
+	// and the segments as files, which the install links into the store.
+	sink := newDirSink(t)
+	if err := SplitStream(bytes.NewReader(stream), sink.dir, sink); err != nil {
+		t.Fatal(err)
+	}
+	sink.Close()
+	// The follower has pastes of its own, in segments whose ids the
+	// snapshot's reuse.
+	kl, _ := openLog(t)
+	kl.apply(create("own", ""))
+	k := kl.f
+	if err := k.InstallSnapshot(sink.dir); err != nil {
+		t.Fatal(err)
+	}
+	samePastes(t, k, l.f)
+	for _, sg := range k.cur.Load().arena.all {
+		a, _ := os.Stat(sg.path)
+		if !slices.ContainsFunc(mustReadDir(t, sink.dir), func(b os.FileInfo) bool { return os.SameFile(a, b) }) {
+			t.Fatalf("segment %s of the install is not a link of the snapshot's", sg.path)
+		}
+	}
+	var buf bytes.Buffer
+	if err := SplitStream(bytes.NewReader([]byte("PNSNAP\x01 another version")), t.TempDir(), &buf); err != nil || buf.String() != "PNSNAP\x01 another version" {
+		t.Fatalf("a stream of another version was kept as %q, %v", buf.String(), err)
+	}
+}
+
+// mustReadDir returns what dir holds.
+func mustReadDir(t *testing.T, dir string) []os.FileInfo {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fis []os.FileInfo
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fis = append(fis, fi)
+	}
+	return fis
 }
 
 // TestRemovedContentLeavesTheDisk: once compaction ran and a new snapshot

@@ -2,11 +2,13 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -74,7 +76,7 @@ func (s snapshotFiles) Create(version raft.SnapshotVersion, index, term uint64,
 		sink.Cancel()
 		return nil, fmt.Errorf("create snapshot: the snapshot store did not make %s", dir)
 	}
-	return dirSink{sink, dir}, nil
+	return newSplitSink(dirSink{sink, dir}), nil
 }
 
 // dirSink is a sink of the file snapshot store that names its directory.
@@ -156,48 +158,62 @@ type installFSM struct {
 
 func (f installFSM) Restore(rc io.ReadCloser) error { return f.n.install(rc) }
 
-// install makes the FSM's state the snapshot rc streams, then persists
-// that state anew as a snapshot of the same index. Raft stored the
-// snapshot as it came, every segment inside it, beside the segments the
-// restore writes: the store twice on disk. The new snapshot links the
-// segments instead, and the store keeps only the newest, so the copy goes
-// now rather than at the next snapshot, which a quiet cluster may not take
-// for a long time.
+// install makes the FSM's state the snapshot Raft just stored, the
+// newest, which rc streams. splitSink kept its segments as files, so the
+// FSM links them in rather than read rc and write them anew.
 func (n *Node) install(rc io.ReadCloser) error {
-	if err := n.fsm.Restore(rc); err != nil {
-		return err
-	}
-	// Both before Raft applies anything more: the snapshot Raft just
-	// stored is the newest, and the FSM's state is its.
+	rc.Close()
 	metas, err := n.snaps.List()
-	if err != nil || len(metas) == 0 {
-		return nil
+	if err == nil && len(metas) == 0 {
+		err = errors.New("no snapshot stored")
 	}
-	snap, err := n.fsm.Snapshot()
 	if err != nil {
-		n.log.Warn("cannot relink the installed snapshot", "err", err)
-		return nil
+		return fmt.Errorf("install snapshot: %w", err)
 	}
-	n.wg.Go(func() {
-		if err := n.relink(snap, metas[0]); err != nil {
-			n.log.Warn("cannot relink the installed snapshot; the next snapshot will", "err", err)
-		}
-	})
-	return nil
+	return n.fsm.InstallSnapshot(filepath.Join(n.cfg.DataDir, "snapshots", metas[0].ID))
 }
 
-// relink persists snap, the state of the installed snapshot m, as a
-// snapshot with m's metadata, unless a newer one was taken meanwhile.
-func (n *Node) relink(snap raft.FSMSnapshot, m *raft.SnapshotMeta) error {
-	metas, err := n.snaps.List()
-	if err != nil || len(metas) == 0 || metas[0].ID != m.ID {
-		snap.Release()
-		return err
-	}
-	sink, err := n.snaps.Create(m.Version, m.Index, m.Term, m.Configuration, m.ConfigurationIndex, n.transport)
-	if err != nil {
-		snap.Release()
-		return err
-	}
-	return snap.Persist(sink)
+// splitSink is a sink of the snapshot store that keeps the whole state a
+// leader sends as the FSM keeps its own snapshots (fsm.SplitStream): the
+// segments as files beside the manifest.
+type splitSink struct {
+	dirSink
+	pw   *io.PipeWriter
+	done chan error
+	// end ends the sink once: Raft closes a sink that the FSM's Persist
+	// closed already.
+	end sync.Once
+	err error
+}
+
+func newSplitSink(d dirSink) *splitSink {
+	pr, pw := io.Pipe()
+	s := &splitSink{dirSink: d, pw: pw, done: make(chan error, 1)}
+	go func() {
+		err := fsm.SplitStream(pr, d.dir, d.SnapshotSink)
+		pr.CloseWithError(err) // a Write after a failure fails too
+		s.done <- err
+	}()
+	return s
+}
+
+func (s *splitSink) Write(p []byte) (int, error) { return s.pw.Write(p) }
+
+func (s *splitSink) Close() error { return s.finish(nil) }
+
+func (s *splitSink) Cancel() error { return s.finish(errors.New("snapshot canceled")) }
+
+// finish ends the stream, with cancel as its error if not nil, and then
+// the file snapshot store's sink.
+func (s *splitSink) finish(cancel error) error {
+	s.end.Do(func() {
+		s.pw.CloseWithError(cancel)
+		if err := <-s.done; err != nil || cancel != nil {
+			s.dirSink.Cancel()
+			s.err = err
+			return
+		}
+		s.err = s.dirSink.Close()
+	})
+	return s.err
 }
