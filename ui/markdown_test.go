@@ -123,8 +123,11 @@ func TestMarkdownBudget(t *testing.T) {
 			if err := u.Paste(&b, p, now); err != nil {
 				t.Fatal(err)
 			}
-			if took := time.Since(start); took > time.Second {
-				t.Errorf("the page took %s, want under a second", took)
+			// Unbounded, each of these renders for 20 s to minutes; the
+			// page, a plain one of 1 MiB, takes half a second idle and
+			// more beside a whole test run on two cores.
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the page took %s, want under 5 s", took)
 			}
 			if page := b.String(); !strings.Contains(page, "Rendering this Markdown took too long") || strings.Contains(page, `id="rendered"`) {
 				t.Errorf("the page does not say that rendering was skipped, or shows a rendering")
