@@ -328,8 +328,10 @@ func SplitStream(r io.Reader, dir string, w io.Writer) error {
 			return err
 		}
 	}
-	if _, err := br.Peek(1); err != io.EOF {
+	if _, err := br.Peek(1); err == nil {
 		return fmt.Errorf("%w: bytes after the last segment", ErrSnapshot)
+	} else if err != io.EOF {
+		return err
 	}
 	if err := syncDir(dir); err != nil {
 		return err

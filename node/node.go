@@ -233,7 +233,7 @@ type Node struct {
 	fsm    *fsm.FSM
 	hooks  *testHooks // nil outside tests
 	raft   *raft.Raft
-	snaps  raft.SnapshotStore    // Raft's, kept for install
+	snaps  snapshotFiles         // Raft's snapshot store, for install
 	bolt   *raftboltdb.BoltStore // the stable store: term and vote
 	wal    *logStore             // the log
 	trans  *raft.NetworkTransport
@@ -360,9 +360,9 @@ func (n *Node) Open(ctx context.Context) (err error) {
 		return fmt.Errorf("check raft state: %w", err)
 	}
 	n.transport = newRaftTransport(n.trans, n)
-	n.snaps = guardedSnapshots{snaps, n.storage}
+	n.snaps = snaps
 	n.raft, err = raft.NewRaft(rc, n.raftFSM(), guardedLogs{logs, n.storage}, guardedStable{n.bolt, n.storage},
-		n.snaps, n.transport)
+		guardedSnapshots{snaps, n.storage}, n.transport)
 	if err != nil {
 		return raftStartError(n.cfg.DataDir, err)
 	}

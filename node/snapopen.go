@@ -170,7 +170,7 @@ func (n *Node) install(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("install snapshot: %w", err)
 	}
-	return n.fsm.InstallSnapshot(filepath.Join(n.cfg.DataDir, "snapshots", metas[0].ID))
+	return n.fsm.InstallSnapshot(filepath.Join(n.snaps.dir, metas[0].ID))
 }
 
 // splitSink is a sink of the snapshot store that keeps the whole state a
@@ -199,21 +199,28 @@ func newSplitSink(d dirSink) *splitSink {
 
 func (s *splitSink) Write(p []byte) (int, error) { return s.pw.Write(p) }
 
-func (s *splitSink) Close() error { return s.finish(nil) }
+func (s *splitSink) Close() error { return s.finish(false) }
 
-func (s *splitSink) Cancel() error { return s.finish(errors.New("snapshot canceled")) }
+func (s *splitSink) Cancel() error { return s.finish(true) }
 
-// finish ends the stream, with cancel as its error if not nil, and then
-// the file snapshot store's sink.
-func (s *splitSink) finish(cancel error) error {
+// finish ends the stream, then closes or cancels the file snapshot
+// store's sink: cancels it too when the split failed.
+func (s *splitSink) finish(cancel bool) error {
 	s.end.Do(func() {
-		s.pw.CloseWithError(cancel)
-		if err := <-s.done; err != nil || cancel != nil {
+		if cancel {
+			s.pw.CloseWithError(errors.New("snapshot canceled"))
+		} else {
+			s.pw.Close()
+		}
+		switch err := <-s.done; {
+		case cancel:
+			s.err = s.dirSink.Cancel()
+		case err != nil:
 			s.dirSink.Cancel()
 			s.err = err
-			return
+		default:
+			s.err = s.dirSink.Close()
 		}
-		s.err = s.dirSink.Close()
 	})
 	return s.err
 }
